@@ -1,0 +1,101 @@
+"""Open a PyIceberg catalog from what the user gave.
+
+Runs on the driver / enumerator process only: readers never open a catalog.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from pyiceberg.catalog import Catalog, load_catalog
+from pyiceberg.catalog.sql import SqlCatalog
+
+from icefloe.errors import CatalogError
+
+log = logging.getLogger(__name__)
+
+EMBEDDED_NAME = "local"
+HOME_ENV = "ICEFLOE_HOME"
+
+
+def icefloe_home() -> Path:
+    """Where the embedded catalog lives: ``$ICEFLOE_HOME``, else ``./icefloe-warehouse``."""
+    return Path(os.environ.get(HOME_ENV, "icefloe-warehouse")).absolute()
+
+
+def embedded_catalog(home: str | os.PathLike[str] | None = None) -> SqlCatalog:
+    """The embedded default: a SQLite catalog with a local-filesystem warehouse.
+
+    Args:
+        home: directory holding ``catalog.db`` and ``warehouse/`` (created if missing);
+            defaults to :func:`icefloe_home`.
+    """
+    root = Path(home).absolute() if home is not None else icefloe_home()
+    (root / "warehouse").mkdir(parents=True, exist_ok=True)
+    return SqlCatalog(
+        EMBEDDED_NAME,
+        uri=f"sqlite:///{root / 'catalog.db'}",
+        warehouse=(root / "warehouse").as_uri(),
+    )
+
+
+def _configured(name: str) -> bool:
+    """Whether PyIceberg's config file or environment defines catalog ``name``."""
+    from pyiceberg.utils.config import Config
+
+    env_prefix = f"PYICEBERG_CATALOG__{name.upper()}__"
+    if any(k.startswith(env_prefix) for k in os.environ):
+        return True
+    return Config().get_catalog_config(name) is not None
+
+
+def open_catalog(catalog: str | Catalog | None, properties: dict[str, str] | None = None) -> Catalog:
+    """Resolve ``catalog`` to a PyIceberg ``Catalog``.
+
+    Args:
+        catalog: a ``Catalog`` (used as is); a catalog name configured in PyIceberg's
+            ``~/.pyiceberg.yaml`` or ``PYICEBERG_CATALOG__<NAME>__*`` variables; or None /
+            ``"local"`` (when not configured) for the embedded SQLite default.
+        properties: ``catalog.<prop>`` options (prefix removed). With a name, they are
+            merged over PyIceberg's configuration; a ``home`` property moves the embedded
+            default.
+
+    Raises:
+        CatalogError: the catalog could not be opened (message names the catalog, never
+            property values, which may be credentials).
+    """
+    props = dict(properties or {})
+    if isinstance(catalog, Catalog):
+        if props:
+            raise CatalogError(
+                "catalog.<prop> options cannot be applied to a Catalog object; "
+                "configure the object instead"
+            )
+        return catalog
+    name = catalog or EMBEDDED_NAME
+    try:
+        if name == EMBEDDED_NAME and not _configured(name) and "type" not in props \
+                and "uri" not in props:
+            return embedded_catalog(props.get("home"))
+        if name == "nessie" and not _configured(name) and "type" not in props:
+            props["type"] = "nessie"
+        if props.get("type") == "nessie":
+            from icefloe.catalog.nessie import NessieCatalog
+
+            return NessieCatalog(name, **props)
+        return load_catalog(name, **props)
+    except CatalogError:
+        raise
+    except Exception as exc:
+        raise CatalogError(
+            f"cannot open catalog {name!r} ({type(exc).__name__}: {exc}); configure it in "
+            "~/.pyiceberg.yaml, PYICEBERG_CATALOG__<NAME>__* variables or catalog.<prop> options"
+        ) from exc
+
+
+def describe(catalog: Any) -> str:
+    """A short, secret-free description of a catalog for logs."""
+    return f"{type(catalog).__name__}({getattr(catalog, 'name', '?')!r})"

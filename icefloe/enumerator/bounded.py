@@ -1,0 +1,123 @@
+"""The bounded enumerator: resolve a bounded read's options to a plan.
+
+Runs on the driver. Cases (all on the configured ref):
+- the head of ``ref`` (branch or tag), read with the table's current schema;
+- ``snapshotId`` / ``asOfTimestamp``: time travel, read with that snapshot's schema;
+- ``startSnapshotId`` (exclusive) / ``endSnapshotId`` (inclusive): the data files the
+  snapshots in between added, oldest snapshot first, under the snapshot-kind policy.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from pyiceberg.schema import Schema
+from pyiceberg.table.snapshots import Snapshot
+
+from icefloe.catalog.handle import TableHandle
+from icefloe.enumerator.lineage import snapshot_as_of, snapshots_between
+from icefloe.enumerator.planner import TableSplitPlanner
+from icefloe.enumerator.policy import Action, decide
+from icefloe.errors import SnapshotNotFoundError
+from icefloe.options import SourceOptions
+from icefloe.reader.context import ReadContext
+from icefloe.splits.split import FileSplit
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BoundedPlan:
+    """A resolved bounded read.
+
+    Attributes:
+        snapshot: the snapshot read (the range's end for incremental reads); None for a
+            table without snapshots (the plan is empty).
+        start_snapshot_id_exclusive: the range's start for incremental reads, else None.
+        context: the read context to ship to readers.
+        planner: plans the splits (iterate :meth:`splits`, lazily).
+    """
+
+    snapshot: Snapshot | None
+    start_snapshot_id_exclusive: int | None
+    incremental: bool
+    context: ReadContext
+    planner: TableSplitPlanner | None
+    options: SourceOptions
+    handle: TableHandle
+
+    def splits(self) -> Iterator[FileSplit]:
+        """The plan's splits in deterministic order (lazily; safe to call again)."""
+        if self.snapshot is None or self.planner is None:
+            return
+        if not self.incremental:
+            yield from self.planner.plan_snapshot(self.snapshot)
+            return
+        chain = snapshots_between(
+            self.handle.metadata, self.snapshot, self.start_snapshot_id_exclusive,
+            what=f"table {self.handle.identifier}",
+        )
+        for snapshot in chain:
+            if decide(snapshot, self.options) is Action.EMIT:
+                yield from self.planner.plan_added(snapshot)
+            else:
+                log.info("skipping snapshot %d (%s) by policy", snapshot.snapshot_id,
+                         snapshot.summary.operation if snapshot.summary else "?")
+
+
+def _schema_of(handle: TableHandle, snapshot: Snapshot | None, time_travel: bool) -> Schema:
+    metadata = handle.metadata
+    if time_travel and snapshot is not None and snapshot.schema_id is not None:
+        for schema in metadata.schemas:
+            if schema.schema_id == snapshot.schema_id:
+                return schema
+    return metadata.schema()
+
+
+def plan_bounded(handle: TableHandle, options: SourceOptions) -> BoundedPlan:
+    """Resolve ``options`` (already checked for bounded mode) against the table.
+
+    Raises:
+        SnapshotNotFoundError: a snapshot id / timestamp that does not resolve.
+        RefNotFoundError: an unknown branch or tag.
+        LineageBreakError: startSnapshotId is not an ancestor of the range end.
+        InvalidOptionError: columns / filter that do not resolve against the schema.
+    """
+    what = f"table {handle.identifier}"
+    time_travel = False
+    start: int | None = None
+    incremental = False
+    if options.snapshot_id is not None:
+        snapshot: Snapshot | None = handle.snapshot(options.snapshot_id)
+        time_travel = True
+    elif options.as_of_timestamp_ms is not None:
+        snapshot = snapshot_as_of(handle.metadata, handle.head("main"),
+                                  options.as_of_timestamp_ms, what)
+        time_travel = True
+    elif options.start_snapshot_id is not None or options.end_snapshot_id is not None:
+        incremental = True
+        if options.end_snapshot_id is not None:
+            snapshot = handle.snapshot(options.end_snapshot_id)
+        else:
+            snapshot = handle.head(options.ref, options.ref_kind)
+            if snapshot is None:
+                raise SnapshotNotFoundError(f"{what} has no snapshot to end the range at")
+        if options.start_snapshot_id is not None:
+            start = handle.snapshot(options.start_snapshot_id).snapshot_id
+            # fail early (before any split is read) when start is not an ancestor
+            snapshots_between(handle.metadata, snapshot, start, what=what)
+    else:
+        snapshot = handle.head(options.ref, options.ref_kind)
+        time_travel = handle.ref_type(options.ref) == "tag"
+    schema = _schema_of(handle, snapshot, time_travel)
+    context = ReadContext.create(handle.metadata, handle.io, schema, options)
+    planner = TableSplitPlanner(
+        handle.metadata, handle.io, schema, options.filter, options.case_sensitive,
+        options.split_size,
+    )
+    log.info("bounded plan of %s: snapshot %s%s", handle.identifier,
+             snapshot.snapshot_id if snapshot else None,
+             f", after snapshot (exclusive) {start}" if incremental else "")
+    return BoundedPlan(snapshot, start, incremental, context, planner, options, handle)

@@ -1,0 +1,173 @@
+"""Manifest discovery: which manifests and entries a snapshot needs.
+
+Runs on the enumerator. Full scans read the manifests of a snapshot (pruned by the
+filter's partition summaries); incremental discovery reads ONLY the manifests the
+snapshot itself added (``added_snapshot_id``), so its cost follows the size of the
+change, not of the table. Manifests are decoded on a small thread pool, in
+manifest-list order (results come back in order; at most ``lookahead`` in flight).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import cache
+from typing import TypeVar
+
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from pyiceberg.expressions.parser import parse as parse_filter
+from pyiceberg.expressions.visitors import (
+    _InclusiveMetricsEvaluator,
+    expression_evaluator,
+    inclusive_projection,
+    manifest_evaluator,
+)
+from pyiceberg.io import FileIO
+from pyiceberg.manifest import (
+    DataFile,
+    ManifestContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+)
+from pyiceberg.schema import Schema
+from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.table.snapshots import Snapshot
+
+from icefloe.errors import DataFileError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="icefloe-manifests")
+
+
+def ordered_map(fn: Callable[[T], R], items: Iterable[T], lookahead: int = 8) -> Iterator[R]:
+    """``map(fn, items)`` on the shared manifest pool, in order, ``lookahead`` in flight."""
+    pending: list[Future[R]] = []
+    for item in items:
+        pending.append(_POOL.submit(fn, item))
+        if len(pending) >= lookahead:
+            yield pending.pop(0).result()
+    for future in pending:
+        yield future.result()
+
+
+class FilterEvaluators:
+    """Partition / metrics pruning for one row filter and read schema (cached per spec)."""
+
+    def __init__(self, metadata: TableMetadata, schema: Schema, filter_text: str | None,
+                 case_sensitive: bool) -> None:
+        self.metadata = metadata
+        self.schema = schema
+        self.case_sensitive = case_sensitive
+        self.row_filter: BooleanExpression = parse_filter(filter_text) if filter_text else AlwaysTrue()
+        self.always_true = filter_text is None
+        self._metrics = (
+            None if self.always_true
+            else _InclusiveMetricsEvaluator(schema, self.row_filter, case_sensitive, False).eval
+        )
+
+    @cache  # noqa: B019 - one instance per plan; bounded by the number of specs
+    def _projection(self, spec_id: int) -> BooleanExpression | None:
+        spec = self.metadata.specs()[spec_id]
+        try:
+            return inclusive_projection(self.schema, spec, self.case_sensitive)(self.row_filter)
+        except Exception:  # a spec whose source column left the schema: no pruning
+            log.debug("no partition pruning for spec %d", spec_id, exc_info=True)
+            return None
+
+    @cache  # noqa: B019
+    def manifest_ok(self, spec_id: int) -> Callable[[ManifestFile], bool]:
+        projected = self._projection(spec_id)
+        if self.always_true or projected is None:
+            return lambda _m: True
+        spec = self.metadata.specs()[spec_id]
+        return manifest_evaluator(spec, self.schema, projected, self.case_sensitive)
+
+    @cache  # noqa: B019
+    def partition_ok(self, spec_id: int) -> Callable[[DataFile], bool]:
+        projected = self._projection(spec_id)
+        if self.always_true or projected is None:
+            return lambda _f: True
+        spec = self.metadata.specs()[spec_id]
+        part_schema = Schema(*spec.partition_type(self.schema).fields)
+        evaluate = expression_evaluator(part_schema, projected, self.case_sensitive)
+        return lambda data_file: evaluate(data_file.partition)
+
+    def file_ok(self, data_file: DataFile) -> bool:
+        if self._metrics is None:
+            return True
+        return self.partition_ok(data_file.spec_id)(data_file) and self._metrics(data_file)
+
+
+def read_entries(io: FileIO, manifest: ManifestFile, snapshot_id: int) -> list[ManifestEntry]:
+    """All entries (live and deleted) of one manifest.
+
+    Raises:
+        DataFileError: the manifest is missing or unreadable (names it and the snapshot).
+    """
+    try:
+        return manifest.fetch_manifest_entry(io, discard_deleted=False)
+    except Exception as exc:
+        raise DataFileError(
+            f"cannot read manifest {manifest.manifest_path} of snapshot {snapshot_id}: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def snapshot_manifests(io: FileIO, snapshot: Snapshot) -> list[ManifestFile]:
+    """The manifest list of ``snapshot``, in manifest-list order."""
+    try:
+        return list(snapshot.manifests(io))
+    except Exception as exc:
+        raise DataFileError(
+            f"cannot read manifest list {snapshot.manifest_list} of snapshot "
+            f"{snapshot.snapshot_id}: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def live_entries(
+    io: FileIO, manifests: list[ManifestFile], snapshot_id: int, keep: Callable[[ManifestEntry], bool]
+) -> Iterator[ManifestEntry]:
+    """Live (ADDED / EXISTING) entries of ``manifests`` that ``keep`` accepts, in order."""
+    def load(manifest: ManifestFile) -> list[ManifestEntry]:
+        return [
+            e for e in read_entries(io, manifest, snapshot_id)
+            if e.status != ManifestEntryStatus.DELETED and keep(e)
+        ]
+    for entries in ordered_map(load, manifests):
+        yield from entries
+
+
+class SnapshotChanges:
+    """What one snapshot itself changed: entries of the manifests it wrote."""
+
+    def __init__(self) -> None:
+        self.added_data: list[ManifestEntry] = []
+        self.deleted_data: list[ManifestEntry] = []
+        self.added_deletes: list[ManifestEntry] = []
+
+
+def snapshot_changes(io: FileIO, snapshot: Snapshot) -> SnapshotChanges:
+    """Entries ``snapshot`` added or deleted. Only manifests whose ``added_snapshot_id``
+    is the snapshot are opened, so the cost follows the size of the change."""
+    sid = snapshot.snapshot_id
+    own = [m for m in snapshot_manifests(io, snapshot) if m.added_snapshot_id == sid]
+    changes = SnapshotChanges()
+    for manifest, entries in zip(own, ordered_map(lambda m: read_entries(io, m, sid), own),
+                                 strict=True):
+        for entry in entries:
+            if entry.snapshot_id != sid:
+                continue
+            if manifest.content == ManifestContent.DELETES:
+                if entry.status == ManifestEntryStatus.ADDED:
+                    changes.added_deletes.append(entry)
+            elif entry.status == ManifestEntryStatus.ADDED:
+                changes.added_data.append(entry)
+            elif entry.status == ManifestEntryStatus.DELETED:
+                changes.deleted_data.append(entry)
+    return changes

@@ -1,0 +1,69 @@
+"""Snapshot lineage of a ref: which snapshots come after a position.
+
+Runs on the enumerator. Wraps PyIceberg's ancestor walk with icefloe's typed
+errors for a broken lineage and an expired position.
+"""
+
+from __future__ import annotations
+
+from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.table.snapshots import Snapshot, ancestors_of
+
+from icefloe.errors import ExpiredPositionError, LineageBreakError, SnapshotNotFoundError
+
+
+def snapshots_between(
+    metadata: TableMetadata,
+    to_snapshot_inclusive: Snapshot,
+    from_snapshot_id_exclusive: int | None,
+    *,
+    what: str = "table",
+) -> list[Snapshot]:
+    """Ancestors of ``to_snapshot_inclusive`` after ``from_snapshot_id_exclusive``, oldest first.
+
+    With ``from_snapshot_id_exclusive`` None, every ancestor (the oldest one included).
+    An empty list when both are the same snapshot.
+
+    Raises:
+        ExpiredPositionError: the from-snapshot is no longer in the table metadata.
+        LineageBreakError: the from-snapshot exists but is not an ancestor of the target.
+    """
+    chain: list[Snapshot] = []
+    for snapshot in ancestors_of(to_snapshot_inclusive, metadata):
+        if snapshot.snapshot_id == from_snapshot_id_exclusive:
+            chain.reverse()
+            return chain
+        chain.append(snapshot)
+    if from_snapshot_id_exclusive is None:
+        chain.reverse()
+        return chain
+    if metadata.snapshot_by_id(from_snapshot_id_exclusive) is None:
+        raise ExpiredPositionError(
+            f"snapshot {from_snapshot_id_exclusive} of {what} is no longer in the table metadata "
+            "(expired); its successors cannot be found. Set failOnDataLoss=false to continue "
+            "from the oldest snapshot still in the lineage"
+        )
+    raise LineageBreakError(
+        f"snapshot {from_snapshot_id_exclusive} of {what} is not an ancestor of snapshot "
+        f"{to_snapshot_inclusive.snapshot_id} (rollback or branch reset?). Set onLineageBreak="
+        "restartFromStart or restartFromHead to continue"
+    )
+
+
+def snapshot_as_of(metadata: TableMetadata, head: Snapshot | None, timestamp_ms: int,
+                   what: str) -> Snapshot:
+    """The newest ancestor of ``head`` committed at or before ``timestamp_ms`` (inclusive).
+
+    Raises:
+        SnapshotNotFoundError: the timestamp is before the ref's first snapshot.
+    """
+    oldest = None
+    for snapshot in ancestors_of(head, metadata) if head is not None else ():
+        if snapshot.timestamp_ms <= timestamp_ms:
+            return snapshot
+        oldest = snapshot
+    first = f" (the first is at {oldest.timestamp_ms} ms)" if oldest is not None else ""
+    raise SnapshotNotFoundError(
+        f"{what} has no snapshot at or before timestamp {timestamp_ms} ms{first}; "
+        "give a later timestamp"
+    )

@@ -1,0 +1,381 @@
+"""Source options: one frozen value parsed and validated at construction.
+
+Options arrive as strings (Spark, CLI) or Python values (Python API). Every key is
+resolved to its canonical name through the alias table, parsed, and checked for
+contradictions before any I/O happens. Mode-specific checks (an option that only
+makes sense for a bounded read given to a stream) run in :meth:`SourceOptions.for_mode`,
+which the source calls before planning, again before any I/O.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from icefloe.errors import InvalidOptionError
+
+Mode = Literal["bounded", "continuous"]
+
+MIB = 1024 * 1024
+MAX_UNSIGNED_64 = 2**64 - 1
+METADATA_COLUMNS = ("_snapshot_id", "_sequence_number", "_file", "_pos")
+LINEAGE_STRATEGIES = ("fail", "restartFromStart", "restartFromHead")
+
+# canonical name -> (aliases, modes it belongs to)
+_BOTH: tuple[Mode, ...] = ("bounded", "continuous")
+_BOUNDED: tuple[Mode, ...] = ("bounded",)
+_CONTINUOUS: tuple[Mode, ...] = ("continuous",)
+OPTION_TABLE: dict[str, tuple[tuple[str, ...], tuple[Mode, ...]]] = {
+    "snapshotId": (("versionAsOf", "snapshot-id"), _BOUNDED),
+    "asOfTimestamp": (("timestampAsOf", "as-of-timestamp"), _BOUNDED),
+    "ref": (("branch", "tag"), _BOTH),
+    "startSnapshotId": ((), _BOUNDED),
+    "endSnapshotId": (("end-snapshot-id",), _BOUNDED),
+    "startingVersion": (("startSnapshotID",), _CONTINUOUS),
+    "startingTimestamp": (("stream-from-timestamp",), _CONTINUOUS),
+    "pollIntervalMs": (("updateCheckIntervalMillis", "monitor-interval"), _CONTINUOUS),
+    "initialDelayMs": (("updateCheckDelayMillis",), _CONTINUOUS),
+    "ignoreDeletes": (("streaming-skip-delete-snapshots",), _BOTH),
+    "ignoreChanges": ((), _BOTH),
+    "skipChangeCommits": (("streaming-skip-overwrite-snapshots",), _BOTH),
+    "onLineageBreak": ((), _CONTINUOUS),
+    "failOnDataLoss": ((), _CONTINUOUS),
+    "maxFilesPerTrigger": (("streaming-max-files-per-micro-batch",), _CONTINUOUS),
+    "maxBytesPerTrigger": (("streaming-max-bytes-per-micro-batch",), _CONTINUOUS),
+    "maxRowsPerTrigger": (("streaming-max-rows-per-micro-batch",), _CONTINUOUS),
+    "maxSnapshotsPerTrigger": (("streaming-max-snapshots-per-micro-batch",), _CONTINUOUS),
+    "columns": (("selected_fields",), _BOTH),
+    "filter": (("row_filter",), _BOTH),
+    "caseSensitive": (("case-sensitive",), _BOTH),
+    "batchSize": (("parquetBatchSize",), _BOTH),
+    "splitSize": (("split-size",), _BOTH),
+    "splitOpenFileCost": (("file-open-cost",), _BOTH),
+    "metadataColumns": ((), _BOTH),
+    "preserveOrder": ((), _BOTH),
+    "catalog": ((), _BOTH),
+}
+# `start-snapshot-id` means startSnapshotId (exclusive) in a bounded read and
+# startingVersion in a stream: it is resolved when the mode is known.
+_MODE_ALIASES: dict[str, dict[Mode, str]] = {
+    "start-snapshot-id": {"bounded": "startSnapshotId", "continuous": "startingVersion"},
+}
+# seconds-valued alias of the Nessie incremental design
+_SECONDS_ALIASES = {"pollInterval": "pollIntervalMs"}
+
+ALIASES: dict[str, str] = {
+    alias: canonical for canonical, (aliases, _) in OPTION_TABLE.items() for alias in aliases
+}
+
+
+def _parse_bool(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise InvalidOptionError(name, f"{value!r} is not a boolean; use true or false")
+
+
+def _parse_int(name: str, value: Any, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise InvalidOptionError(name, f"{value!r} is not an integer")
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise InvalidOptionError(name, f"{value!r} is not an integer") from None
+    if number < minimum:
+        raise InvalidOptionError(name, f"{number} is below the minimum {minimum}")
+    return number
+
+
+def parse_snapshot_id(name: str, value: Any) -> int:
+    """Parse a snapshot id: an unsigned 64-bit integer (or its decimal string)."""
+    text = str(value).strip()
+    if isinstance(value, bool) or not text.isdigit() or int(text) > MAX_UNSIGNED_64:
+        raise InvalidOptionError(
+            name, f"{value!r} is not a snapshot id; give an unsigned 64-bit integer such as 1234"
+        )
+    return int(text)
+
+
+def parse_timestamp_ms(name: str, value: Any) -> int:
+    """Parse milliseconds since the epoch, or an ISO-8601 timestamp (naive means UTC)."""
+    if isinstance(value, dt.datetime):
+        moment = value
+    else:
+        text = str(value).strip()
+        if text.lstrip("-").isdigit():
+            return int(text)
+        try:
+            moment = dt.datetime.fromisoformat(text)
+        except ValueError:
+            raise InvalidOptionError(
+                name,
+                f"{value!r} is not a timestamp; give milliseconds since the epoch or ISO-8601 "
+                "such as 2026-01-31T12:00:00+00:00",
+            ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def _parse_names(name: str, value: Any, allowed: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    items = value.split(",") if isinstance(value, str) else list(value)
+    names = tuple(str(item).strip() for item in items if str(item).strip())
+    if not names:
+        raise InvalidOptionError(name, "is empty; give at least one name, comma-separated")
+    if allowed is not None:
+        for item in names:
+            if item not in allowed:
+                raise InvalidOptionError(
+                    name, f"{item!r} is not one of {', '.join(allowed)}"
+                )
+    return names
+
+
+@dataclass(frozen=True, slots=True)
+class SourceOptions:
+    """The validated options of one source. Construct with :meth:`parse`.
+
+    All fields are plain picklable values (the object is shipped to Spark / Ray workers).
+    Snapshot ids are ints; timestamps are milliseconds since the epoch.
+    """
+
+    snapshot_id: int | None = None
+    as_of_timestamp_ms: int | None = None
+    ref: str = "main"
+    ref_kind: Literal["any", "branch", "tag"] = "any"
+    start_snapshot_id: int | None = None
+    end_snapshot_id: int | None = None
+    starting_version: int | Literal["latest", "earliest"] | None = None
+    starting_timestamp_ms: int | None = None
+    poll_interval_ms: int = 5000
+    initial_delay_ms: int = 0
+    ignore_deletes: bool = False
+    ignore_changes: bool = False
+    skip_change_commits: bool = False
+    on_lineage_break: str = "fail"
+    fail_on_data_loss: bool = True
+    max_files_per_trigger: int | None = None
+    max_bytes_per_trigger: int | None = None
+    max_rows_per_trigger: int | None = None
+    max_snapshots_per_trigger: int | None = None
+    columns: tuple[str, ...] | None = None
+    filter: str | None = None
+    case_sensitive: bool = True
+    batch_size: int = 65536
+    split_size: int = 128 * MIB
+    split_open_file_cost: int = 4 * MIB
+    metadata_columns: tuple[str, ...] = ()
+    preserve_order: bool = True
+    catalog_name: str | None = None
+    catalog_properties: tuple[tuple[str, str], ...] = ()
+    given: frozenset[str] = field(default_factory=frozenset)
+    """Canonical names of the options the user set (defaults are not in it)."""
+    pending_mode_aliases: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any] | None = None) -> SourceOptions:
+        """Resolve aliases, parse every value and reject contradictions.
+
+        Raises:
+            InvalidOptionError: naming the option, for an unknown key, an unparseable
+                value, or two options that cannot be used together.
+        """
+        values: dict[str, Any] = {}
+        catalog_props: dict[str, str] = {}
+        pending: list[tuple[str, str]] = []
+        given: dict[str, str] = {}
+        ref_kind = "any"
+        for key, value in (raw or {}).items():
+            if value is None:
+                continue
+            if key.startswith("catalog."):
+                catalog_props[key[len("catalog.") :]] = str(value)
+                continue
+            if key in _MODE_ALIASES:
+                pending.append((key, str(value)))
+                continue
+            if key in _SECONDS_ALIASES:
+                canonical = _SECONDS_ALIASES[key]
+                value = _parse_int(key, value, minimum=0) * 1000
+            else:
+                canonical = ALIASES.get(key, key)
+            if canonical not in OPTION_TABLE:
+                raise InvalidOptionError(
+                    key, f"unknown option; known options are {', '.join(sorted(OPTION_TABLE))}"
+                )
+            if canonical in given:
+                raise InvalidOptionError(
+                    canonical, f"given twice (as {given[canonical]!r} and {key!r}); give it once"
+                )
+            given[canonical] = key
+            if key in ("branch", "tag"):
+                ref_kind = key
+            values[canonical] = value
+        parsed = cls._convert(values)
+        parsed["ref_kind"] = ref_kind
+        options = cls(
+            **parsed,
+            catalog_properties=tuple(sorted(catalog_props.items())),
+            given=frozenset(given),
+            pending_mode_aliases=tuple(pending),
+        )
+        options._check_combinations()
+        return options
+
+    @staticmethod
+    def _convert(values: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, value in values.items():
+            if name in ("snapshotId", "startSnapshotId", "endSnapshotId"):
+                out[_field_name(name)] = parse_snapshot_id(name, value)
+            elif name == "asOfTimestamp":
+                out["as_of_timestamp_ms"] = parse_timestamp_ms(name, value)
+            elif name == "startingTimestamp":
+                out["starting_timestamp_ms"] = parse_timestamp_ms(name, value)
+            elif name == "startingVersion":
+                out["starting_version"] = _parse_starting_version(name, value)
+            elif name in ("ignoreDeletes", "ignoreChanges", "skipChangeCommits",
+                          "failOnDataLoss", "caseSensitive", "preserveOrder"):
+                out[_field_name(name)] = _parse_bool(name, value)
+            elif name in ("pollIntervalMs", "initialDelayMs"):
+                out[_field_name(name)] = _parse_int(name, value, minimum=0)
+            elif name in ("batchSize", "splitSize", "splitOpenFileCost") or name.startswith("max"):
+                out[_field_name(name)] = _parse_int(name, value, minimum=1)
+            elif name == "columns":
+                out["columns"] = _parse_names(name, value)
+            elif name == "metadataColumns":
+                out["metadata_columns"] = _parse_names(name, value, METADATA_COLUMNS)
+            elif name == "onLineageBreak":
+                if str(value) not in LINEAGE_STRATEGIES:
+                    raise InvalidOptionError(
+                        name, f"{value!r} is not one of {', '.join(LINEAGE_STRATEGIES)}"
+                    )
+                out["on_lineage_break"] = str(value)
+            elif name == "filter":
+                out["filter"] = _check_filter(str(value))
+            elif name == "ref":
+                text = str(value).strip()
+                if not text:
+                    raise InvalidOptionError(name, "is empty; give a branch or tag name")
+                out["ref"] = text
+            elif name == "catalog":
+                out["catalog_name"] = str(value)
+        return out
+
+    def _check_combinations(self) -> None:
+        exclusive = [n for n in ("snapshotId", "asOfTimestamp") if n in self.given]
+        ranged = [n for n in ("startSnapshotId", "endSnapshotId") if n in self.given]
+        if len(exclusive) > 1 or (exclusive and ranged):
+            a, b = (exclusive + ranged)[:2]
+            raise InvalidOptionError(
+                b, f"cannot be combined with {a}: choose one snapshot (snapshotId / asOfTimestamp) "
+                "or one range (startSnapshotId / endSnapshotId)"
+            )
+        if exclusive and "ref" in self.given:
+            raise InvalidOptionError(
+                exclusive[0], f"cannot be combined with {self.ref_kind_name}: a snapshot id or "
+                "timestamp already pins the snapshot"
+            )
+        if "startingVersion" in self.given and "startingTimestamp" in self.given:
+            raise InvalidOptionError(
+                "startingTimestamp", "cannot be combined with startingVersion; choose one"
+            )
+        if self.ignore_changes and self.skip_change_commits:
+            raise InvalidOptionError(
+                "skipChangeCommits",
+                "cannot be combined with ignoreChanges (one emits the added files of overwrites, "
+                "the other skips them); choose one",
+            )
+        if (self.start_snapshot_id is not None and self.end_snapshot_id is not None
+                and self.start_snapshot_id == self.end_snapshot_id):
+            raise InvalidOptionError(
+                "endSnapshotId", f"equals startSnapshotId {self.start_snapshot_id}: the range "
+                "(start exclusive, end inclusive) is empty; pick an earlier start"
+            )
+
+    @property
+    def ref_kind_name(self) -> str:
+        return {"any": "ref", "branch": "branch", "tag": "tag"}[self.ref_kind]
+
+    def for_mode(self, mode: Mode) -> SourceOptions:
+        """Return these options checked for ``mode``, with mode-dependent aliases resolved.
+
+        Raises:
+            InvalidOptionError: an option given that belongs only to the other mode.
+        """
+        resolved = self
+        for alias, text in self.pending_mode_aliases:
+            canonical = _MODE_ALIASES[alias][mode]
+            if canonical in resolved.given:
+                raise InvalidOptionError(canonical, f"given twice (also as {alias!r}); give it once")
+            converted = self._convert({canonical: text})
+            resolved = dataclasses.replace(
+                resolved, **converted, given=resolved.given | {canonical}, pending_mode_aliases=()
+            )
+        resolved._check_combinations()
+        for name in sorted(resolved.given):
+            modes = OPTION_TABLE[name][1]
+            if mode not in modes:
+                other = "a bounded read (plan / read / to_arrow)" if mode == "continuous" \
+                    else "a stream (stream / readStream)"
+                raise InvalidOptionError(
+                    name, f"applies only to {other}, not to a {mode} read; remove it"
+                )
+        return resolved
+
+    def catalog_props(self) -> dict[str, str]:
+        """The ``catalog.<prop>`` options, without the prefix."""
+        return dict(self.catalog_properties)
+
+    def __repr__(self) -> str:
+        # catalog properties may hold credentials: show only their keys
+        set_fields = {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if f.name not in ("catalog_properties", "given", "pending_mode_aliases")
+            and getattr(self, f.name) != f.default
+        }
+        keys = [k for k, _ in self.catalog_properties]
+        return f"SourceOptions({set_fields}, catalog_properties={keys})"
+
+
+def _field_name(canonical: str) -> str:
+    out = []
+    for ch in canonical:
+        if ch.isupper():
+            out.append("_" + ch.lower())
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _parse_starting_version(name: str, value: Any) -> int | Literal["latest", "earliest"]:
+    text = str(value).strip()
+    if text in ("latest", "earliest"):
+        return text  # type: ignore[return-value]
+    try:
+        return parse_snapshot_id(name, text)
+    except InvalidOptionError:
+        raise InvalidOptionError(
+            name, f"{value!r} is not a snapshot id, 'latest' or 'earliest'"
+        ) from None
+
+
+def _check_filter(text: str) -> str:
+    from pyiceberg.expressions.parser import parse
+
+    try:
+        parse(text)
+    except Exception as exc:  # pyparsing raises its own ParseException
+        raise InvalidOptionError(
+            "filter", f"{text!r} does not parse as a row filter ({exc}); write it like "
+            "\"kind = 'a' AND id >= 10\""
+        ) from exc
+    return text

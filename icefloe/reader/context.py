@@ -1,0 +1,162 @@
+"""ReadContext: what every reader of one plan shares (schema, projection, filter, IO).
+
+Built on the driver; shipped to workers (it must stay picklable and small: the
+schema and specs travel as JSON, the FileIO as its properties, never as objects).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from pyiceberg.expressions.parser import parse as parse_filter
+from pyiceberg.expressions.visitors import bind, extract_field_ids
+from pyiceberg.io import FileIO, load_file_io
+from pyiceberg.partitioning import PartitionSpec
+from pyiceberg.schema import Schema, prune_columns
+from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.table.name_mapping import NameMapping, parse_mapping_from_json
+
+from icefloe.errors import InvalidOptionError
+from icefloe.options import SourceOptions
+
+METADATA_FIELDS: dict[str, pa.DataType] = {
+    "_snapshot_id": pa.int64(),
+    "_sequence_number": pa.int64(),
+    "_file": pa.string(),
+    "_pos": pa.int64(),
+}
+
+
+@dataclass(frozen=True)
+class ReadContext:
+    """Everything a reader needs besides the split. Picklable; built by :meth:`create`.
+
+    Attributes:
+        schema_json: the read schema (Iceberg JSON): the snapshot's for time travel,
+            the table's current one otherwise.
+        columns: selected column names, or None for all.
+        filter: PyIceberg row filter string (applied as a residual per row), or None.
+        case_sensitive: name resolution of ``columns`` and ``filter``.
+        batch_size: maximum rows per RecordBatch.
+        metadata_columns: requested metadata columns, in order.
+        io_properties: FileIO properties (may hold credentials: never logged).
+        specs_json: (spec id, spec JSON) of every partition spec of the table.
+        name_mapping_json: ``schema.name-mapping.default`` for files without field ids.
+        format_version: table format version.
+    """
+
+    schema_json: str
+    columns: tuple[str, ...] | None
+    filter: str | None
+    case_sensitive: bool
+    batch_size: int
+    metadata_columns: tuple[str, ...]
+    io_properties: tuple[tuple[str, str], ...]
+    specs_json: tuple[tuple[int, str], ...]
+    name_mapping_json: str | None
+    format_version: int
+    location: str = ""
+
+    @classmethod
+    def create(cls, metadata: TableMetadata, io: FileIO, schema: Schema,
+               options: SourceOptions) -> ReadContext:
+        """Build and validate (columns and filter must resolve against ``schema``).
+
+        Raises:
+            InvalidOptionError: an unknown column in ``columns`` or ``filter``.
+        """
+        context = cls(
+            schema_json=schema.model_dump_json(),
+            columns=options.columns,
+            filter=options.filter,
+            case_sensitive=options.case_sensitive,
+            batch_size=options.batch_size,
+            metadata_columns=options.metadata_columns,
+            io_properties=tuple(sorted(io.properties.items())),
+            specs_json=tuple((s.spec_id, s.model_dump_json()) for s in metadata.partition_specs),
+            name_mapping_json=metadata.properties.get("schema.name-mapping.default"),
+            format_version=metadata.format_version,
+            location=metadata.location,
+        )
+        context.projected_schema  # noqa: B018 - validate the column names now
+        context.bound_filter  # noqa: B018
+        return context
+
+    def __repr__(self) -> str:  # io_properties may carry secrets
+        return (f"ReadContext(columns={self.columns}, filter={self.filter!r}, "
+                f"batch_size={self.batch_size}, metadata_columns={self.metadata_columns})")
+
+    @functools.cached_property
+    def schema(self) -> Schema:
+        return Schema.model_validate_json(self.schema_json)
+
+    @functools.cached_property
+    def projected_schema(self) -> Schema:
+        if self.columns is None:
+            return self.schema
+        try:
+            return self.schema.select(*self.columns, case_sensitive=self.case_sensitive)
+        except ValueError as exc:
+            names = ", ".join(f.name for f in self.schema.fields)
+            raise InvalidOptionError(
+                "columns", f"{exc}; the table's columns are {names}"
+            ) from exc
+
+    @functools.cached_property
+    def bound_filter(self) -> BooleanExpression:
+        if self.filter is None:
+            return AlwaysTrue()
+        try:
+            return bind(self.schema, parse_filter(self.filter), self.case_sensitive)
+        except ValueError as exc:
+            raise InvalidOptionError("filter", f"{self.filter!r}: {exc}") from exc
+
+    @functools.cached_property
+    def filter_field_ids(self) -> frozenset[int]:
+        if self.filter is None:
+            return frozenset()
+        return frozenset(extract_field_ids(self.bound_filter))
+
+    def read_schema(self, extra_field_ids: frozenset[int] = frozenset()) -> Schema:
+        """Projected schema widened by the filter's columns and ``extra_field_ids``."""
+        needed = self.filter_field_ids | extra_field_ids
+        projected_ids = self.projected_schema.field_ids
+        if needed <= projected_ids:
+            return self.projected_schema
+        wanted = set(projected_ids) | set(needed)
+        return prune_columns(self.schema, wanted, select_full_types=True)
+
+    @functools.cached_property
+    def specs(self) -> dict[int, PartitionSpec]:
+        return {sid: PartitionSpec.model_validate_json(js) for sid, js in self.specs_json}
+
+    @functools.cached_property
+    def name_mapping(self) -> NameMapping | None:
+        return parse_mapping_from_json(self.name_mapping_json) if self.name_mapping_json else None
+
+    @functools.cached_property
+    def io(self) -> FileIO:
+        return load_file_io(dict(self.io_properties), self.location)
+
+    @functools.cached_property
+    def arrow_schema(self) -> pa.Schema:
+        """The schema of every batch a reader yields (data columns, then metadata columns)."""
+        from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+        base = schema_to_pyarrow(self.projected_schema, include_field_ids=False)
+        for name in self.metadata_columns:
+            base = base.append(pa.field(name, METADATA_FIELDS[name], nullable=False))
+        return base
+
+    def __getstate__(self) -> dict[str, object]:
+        # drop cached (unpicklable / large) properties; they are rebuilt on the worker
+        names = ("schema_json", "columns", "filter", "case_sensitive", "batch_size",
+                 "metadata_columns", "io_properties", "specs_json", "name_mapping_json",
+                 "format_version", "location")
+        return {n: self.__dict__[n] for n in names}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)

@@ -1,0 +1,237 @@
+"""SplitReader: one split -> Arrow RecordBatches. Runs on a worker.
+
+Per split: open the Parquet file, pick the row groups whose first byte lies in the
+split's range, project columns by Iceberg field id (so files written before a
+rename / add / drop / type promotion read correctly), fill identity-partition
+values missing from the file from split metadata (once per split), drop rows that
+position deletes, deletion vectors and equality deletes remove, apply the residual
+row filter, add metadata columns. Batches hold at most ``batch_size`` rows.
+
+Progress: :meth:`SplitReader.read_progress` pairs each batch with the number of
+source records of the split (before deletes and filters) consumed after it, the
+value :meth:`FileSplit.with_position` takes to resume.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyiceberg.io.pyarrow import _to_requested_schema, expression_to_pyarrow, pyarrow_to_schema
+from pyiceberg.schema import Schema, prune_columns
+from pyiceberg.transforms import IdentityTransform
+from pyiceberg.types import ListType, MapType
+
+from icefloe.errors import DataFileError
+from icefloe.reader.context import ReadContext
+from icefloe.reader.deletes import DeleteLoader, equality_keep_mask
+from icefloe.splits.split import FileSplit
+
+log = logging.getLogger(__name__)
+
+
+def _row_group_start(rg: Any) -> int:
+    col = rg.column(0)
+    offsets = [col.data_page_offset]
+    if col.has_dictionary_page and col.dictionary_page_offset:
+        offsets.append(col.dictionary_page_offset)
+    return int(min(offsets))
+
+
+class SplitReader:
+    """Reads splits of one plan. One instance per worker thread (it caches delete files).
+
+    Args:
+        context: the plan's shared read context.
+    """
+
+    def __init__(self, context: ReadContext) -> None:
+        self.context = context
+        self.deletes = DeleteLoader(context.io)
+        self._filter_expr = (
+            None if context.filter is None else expression_to_pyarrow(context.bound_filter)
+        )
+        self._out_names = [f.name for f in context.projected_schema.fields]
+
+    def read(self, split: FileSplit) -> Iterator[pa.RecordBatch]:
+        """Non-empty batches of ``split`` (from ``split.resume_rows`` on)."""
+        for batch, _ in self.read_progress(split):
+            if batch.num_rows:
+                yield batch
+
+    def _open(self, split: FileSplit) -> pq.ParquetFile:
+        if split.file_format != "PARQUET":
+            raise DataFileError(
+                f"data file {split.file_path} (snapshot {split.snapshot_id}) is "
+                f"{split.file_format}; icefloe reads Parquet data files only"
+            )
+        try:
+            stream = self.context.io.new_input(split.file_path).open(seekable=True)
+            return pq.ParquetFile(stream, pre_buffer=True)
+        except Exception as exc:
+            raise DataFileError(
+                f"cannot read data file {split.file_path} of snapshot {split.snapshot_id} "
+                f"({type(exc).__name__}: {exc}); the file is missing or corrupt"
+            ) from exc
+
+    def _missing_values(self, split: FileSplit, read_schema: Schema,
+                        file_ids: set[int]) -> dict[int, Any]:
+        """Identity-partition values for columns absent from the file (once per split)."""
+        spec = self.context.specs.get(split.spec_id)
+        missing = set(read_schema.field_ids) - file_ids
+        if not missing or spec is None:
+            return {}
+        values: dict[int, Any] = {}
+        for index, field in enumerate(spec.fields):
+            if field.source_id in missing and isinstance(field.transform, IdentityTransform) \
+                    and index < len(split.partition) and split.partition[index] is not None:
+                values[field.source_id] = split.partition[index]
+        return values
+
+    def read_progress(self, split: FileSplit) -> Iterator[tuple[pa.RecordBatch, int]]:
+        """``(batch, consumed)`` pairs; ``batch`` may be empty (all rows deleted/filtered).
+
+        ``consumed`` counts source records of the split read so far, ``split.resume_rows``
+        included; after the last pair it equals the split's total source records.
+
+        Raises:
+            DataFileError: a data or delete file is missing, unreadable or not Parquet.
+        """
+        ctx = self.context
+        pf = self._open(split)
+        try:
+            yield from self._read_open(split, pf, ctx)
+        except DataFileError:
+            raise
+        except (OSError, pa.ArrowException) as exc:
+            raise DataFileError(
+                f"failed reading data file {split.file_path} of snapshot {split.snapshot_id}: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        finally:
+            pf.close()
+
+    def _read_open(self, split: FileSplit, pf: pq.ParquetFile,
+                   ctx: ReadContext) -> Iterator[tuple[pa.RecordBatch, int]]:
+        md = pf.metadata
+        groups: list[tuple[int, int, int]] = []  # (index, first file position, rows)
+        position = 0
+        for i in range(md.num_row_groups):
+            rg = md.row_group(i)
+            if split.is_whole_file or split.start <= _row_group_start(rg) < split.end:
+                groups.append((i, position, rg.num_rows))
+            position += rg.num_rows
+        file_schema = pyarrow_to_schema(
+            pf.schema_arrow, ctx.name_mapping,
+            downcast_ns_timestamp_to_us=ctx.format_version <= 2,
+            format_version=ctx.format_version,  # type: ignore[arg-type]
+        )
+        equality = self.deletes.equality_sets(split)
+        eq_ids = frozenset(i for ids, _ in equality for i in ids)
+        read_schema = ctx.read_schema(eq_ids)
+        read_ids = {
+            fid for fid in read_schema.field_ids
+            if not isinstance(read_schema.find_type(fid), MapType | ListType)
+        }
+        file_project = prune_columns(file_schema, read_ids, select_full_types=False)
+        columns = [c.name for c in file_project.columns]
+        missing = self._missing_values(split, read_schema, set(file_schema.field_ids))
+        deleted = self.deletes.deleted_positions(split)
+
+        consumed = split.resume_rows
+        skip = split.resume_rows
+        selected: list[int] = []
+        first_position = None
+        for index, first_pos, rows in groups:
+            if skip >= rows and first_position is None:
+                skip -= rows
+                continue
+            if first_position is None:
+                first_position = first_pos
+            selected.append(index)
+        if not selected or first_position is None:
+            return
+        pos = first_position
+        for raw in pf.iter_batches(batch_size=ctx.batch_size, row_groups=selected,
+                                   columns=columns, use_threads=True):
+            n = raw.num_rows
+            if skip:
+                if skip >= n:
+                    skip -= n
+                    pos += n
+                    continue
+                raw = raw.slice(skip)
+                pos += skip
+                n -= skip
+                skip = 0
+            batch = self._process(raw, pos, split, read_schema, file_project, missing,
+                                  deleted, equality)
+            pos += n
+            consumed += n
+            yield batch, consumed
+
+    def _process(self, raw: pa.RecordBatch, first_pos: int, split: FileSplit,
+                 read_schema: Schema, file_project: Schema, missing: dict[int, Any],
+                 deleted: np.ndarray | None,
+                 equality: list[tuple[tuple[int, ...], pa.Table]]) -> pa.RecordBatch:
+        ctx = self.context
+        n = raw.num_rows
+        batch = _to_requested_schema(
+            read_schema, file_project, raw,
+            downcast_ns_timestamp_to_us=ctx.format_version <= 2,
+            projected_missing_fields=missing,
+            allow_timestamp_tz_mismatch=True,
+        )
+        positions: np.ndarray | None = None
+        keep: np.ndarray | None = None
+        if deleted is not None:
+            lo, hi = np.searchsorted(deleted, [first_pos, first_pos + n])
+            if hi > lo:
+                keep = np.ones(n, dtype=bool)
+                keep[deleted[lo:hi] - first_pos] = False
+        for ids, keys in equality:
+            cols = [batch.column(read_schema.find_column_name(i)) for i in ids]
+            mask = equality_keep_mask(cols, keys).to_numpy(zero_copy_only=False)
+            keep = mask if keep is None else keep & mask
+        if "_pos" in ctx.metadata_columns:
+            positions = np.arange(first_pos, first_pos + n, dtype=np.int64)
+        if keep is not None:
+            batch = batch.filter(pa.array(keep))
+            if positions is not None:
+                positions = positions[keep]
+        if self._filter_expr is not None and batch.num_rows:
+            if positions is not None:
+                batch = batch.append_column("__pos", pa.array(positions))
+            batch = pa.Table.from_batches([batch]).filter(self._filter_expr).combine_chunks()
+            batch = batch.to_batches()[0] if batch.num_rows else \
+                pa.RecordBatch.from_pylist([], schema=batch.schema)
+            if positions is not None:
+                positions = batch.column("__pos").to_numpy()
+        if batch.schema.names != self._out_names:
+            batch = batch.select(self._out_names)
+        if ctx.metadata_columns:
+            batch = self._add_metadata(batch, split, positions)
+        if not batch.schema.equals(ctx.arrow_schema):
+            batch = batch.cast(ctx.arrow_schema)
+        return batch
+
+    def _add_metadata(self, batch: pa.RecordBatch, split: FileSplit,
+                      positions: np.ndarray | None) -> pa.RecordBatch:
+        n = batch.num_rows
+        arrays = list(batch.columns)
+        names = list(batch.schema.names)
+        for name in self.context.metadata_columns:
+            if name == "_pos":
+                arrays.append(pa.array(positions, type=pa.int64()))
+            elif name == "_file":
+                arrays.append(pa.array([split.file_path] * n, type=pa.string()))
+            elif name == "_snapshot_id":
+                arrays.append(pa.array(np.full(n, split.snapshot_id, dtype=np.int64)))
+            elif name == "_sequence_number":
+                arrays.append(pa.array(np.full(n, split.sequence_number, dtype=np.int64)))
+            names.append(name)
+        return pa.RecordBatch.from_arrays(arrays, names=names)

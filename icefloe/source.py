@@ -1,0 +1,102 @@
+"""IcebergSource: the facade users call (plan / read / to_arrow / stream).
+
+Runs in the user's (driver) process. Options are parsed and validated when the
+source is constructed; the catalog is opened and the table loaded lazily, on the
+first call that needs it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from pyiceberg.catalog import Catalog
+
+from icefloe.catalog.handle import TableHandle, open_table
+from icefloe.catalog.loader import open_catalog
+from icefloe.enumerator.bounded import BoundedPlan, plan_bounded
+from icefloe.errors import InvalidOptionError
+from icefloe.local.engine import read_batches
+from icefloe.options import SourceOptions
+from icefloe.splits.split import FileSplit
+
+if TYPE_CHECKING:
+    from icefloe.local.stream import LocalStream
+
+log = logging.getLogger(__name__)
+
+
+class IcebergSource:
+    """A parallel, checkpointable source over one Iceberg table.
+
+    Args:
+        table: table identifier, ``namespace.table``.
+        catalog: a PyIceberg catalog name, a ``Catalog`` object, or None for the
+            embedded default (SQLite under ``$ICEFLOE_HOME``). Catalog properties can
+            also be given as ``catalog.<prop>`` options.
+        options: source options (canonical names or aliases; strings or values).
+
+    Raises:
+        InvalidOptionError: an unknown option, an unparseable value or a contradiction.
+    """
+
+    def __init__(self, table: str, catalog: str | Catalog | None = None,
+                 options: Mapping[str, Any] | None = None) -> None:
+        if not table or not isinstance(table, str):
+            raise InvalidOptionError("table", f"{table!r} is not a table identifier; "
+                                     "give namespace.table")
+        self.identifier = table
+        self.options = SourceOptions.parse(options)
+        if catalog is None:
+            catalog = self.options.catalog_name
+        self._catalog_arg = catalog
+        self._handle: TableHandle | None = None
+
+    def __repr__(self) -> str:
+        return f"IcebergSource({self.identifier!r}, options={self.options!r})"
+
+    @property
+    def handle(self) -> TableHandle:
+        """The loaded table (opened on first use)."""
+        if self._handle is None:
+            catalog = open_catalog(self._catalog_arg, self.options.catalog_props())
+            self._handle = open_table(catalog, self.identifier)
+        return self._handle
+
+    def bounded_plan(self) -> BoundedPlan:
+        """Resolve the bounded read (snapshot, range, schema) without reading splits."""
+        return plan_bounded(self.handle, self.options.for_mode("bounded"))
+
+    def plan(self) -> Iterator[FileSplit]:
+        """The splits of the bounded read, in deterministic order (lazily)."""
+        return self.bounded_plan().splits()
+
+    def read(self, parallelism: int = 2) -> Iterator[pa.RecordBatch]:
+        """Batches of the bounded read, from ``parallelism`` reader threads.
+
+        Memory stays bounded (a few batches per reader), whatever the table size.
+        Batch order follows split order unless ``preserveOrder=false``.
+        """
+        plan = self.bounded_plan()
+        return read_batches(plan.splits(), plan.context, parallelism,
+                            plan.options.preserve_order)
+
+    def schema(self) -> pa.Schema:
+        """The Arrow schema of the bounded read's batches."""
+        return self.bounded_plan().context.arrow_schema
+
+    def to_arrow(self, parallelism: int = 2) -> pa.Table:
+        """The whole bounded read as one Arrow table (materialised in memory)."""
+        plan = self.bounded_plan()
+        batches = list(read_batches(plan.splits(), plan.context, parallelism,
+                                    plan.options.preserve_order))
+        return pa.Table.from_batches(batches, schema=plan.context.arrow_schema)
+
+    def stream(self, checkpoint: str | None = None, parallelism: int = 2,
+               **kwargs: Any) -> LocalStream:
+        """A continuous read on the local engine (see :class:`icefloe.local.stream.LocalStream`)."""
+        from icefloe.local.stream import LocalStream
+
+        return LocalStream(self, checkpoint=checkpoint, parallelism=parallelism, **kwargs)

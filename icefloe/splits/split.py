@@ -1,0 +1,118 @@
+"""FileSplit: the immutable unit of work handed from the enumerator to readers.
+
+A split is one byte range of one data file, ``[start, start + length)`` (start
+inclusive, end exclusive). Parquet row groups whose first byte lies in the range
+belong to the split, so cutting a file into consecutive ranges assigns every row
+group to exactly one split. ``resume_rows`` counts the source records (before
+deletes and filters) of the split that were already consumed: a reader resumed
+with it skips them. Every field is a plain value, so splits pickle cheaply and
+serialize with :mod:`icefloe.splits.serde`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+# Iceberg data file content codes (spec: data_file.content)
+CONTENT_DATA = 0
+CONTENT_POSITION_DELETES = 1
+CONTENT_EQUALITY_DELETES = 2
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteFileRef:
+    """A delete file that applies to a split's data file.
+
+    Attributes:
+        path: location of the delete file.
+        content: 1 position deletes (incl. deletion vectors), 2 equality deletes.
+        file_format: ``PARQUET``, ``AVRO``, ``ORC`` or ``PUFFIN``.
+        sequence_number: data sequence number of the delete file.
+        record_count: rows in the delete file.
+        file_size: bytes.
+        equality_ids: field ids of the equality columns (equality deletes only).
+        referenced_data_file: the single data file it targets, when known.
+        content_offset / content_size: the blob of a deletion vector in a Puffin file.
+    """
+
+    path: str
+    content: int
+    file_format: str
+    sequence_number: int
+    record_count: int
+    file_size: int
+    equality_ids: tuple[int, ...] = ()
+    referenced_data_file: str | None = None
+    content_offset: int | None = None
+    content_size: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FileSplit:
+    """A byte range of a data file, with everything a reader needs besides the read context.
+
+    Attributes:
+        split_id: deterministic id (same file, range and snapshot -> same id in any process).
+        file_path: data file location.
+        file_format: ``PARQUET`` (ORC / AVRO are refused by the reader with a clear error).
+        start: first byte of the range (inclusive).
+        length: bytes in the range; ``start + length`` is exclusive.
+        record_count: records in the range; exact for a whole file, pro-rated for a part.
+        file_size: size of the whole file in bytes.
+        file_record_count: records in the whole file.
+        spec_id: partition spec id of the data file.
+        partition: partition values in spec field order (plain Python values).
+        snapshot_id: snapshot the split was enumerated from (the snapshot that added the
+            file for incremental reads, the scanned snapshot for full scans).
+        sequence_number: data sequence number of the data file.
+        ordinal: position of the split in its enumeration unit (deterministic order).
+        delete_files: delete files that apply to this data file.
+        resume_rows: source records of this split already consumed (0 = from the start).
+    """
+
+    split_id: str
+    file_path: str
+    file_format: str
+    start: int
+    length: int
+    record_count: int
+    file_size: int
+    file_record_count: int
+    spec_id: int
+    partition: tuple[Any, ...]
+    snapshot_id: int
+    sequence_number: int
+    ordinal: int
+    delete_files: tuple[DeleteFileRef, ...] = ()
+    resume_rows: int = 0
+
+    @property
+    def end(self) -> int:
+        """First byte after the range (exclusive)."""
+        return self.start + self.length
+
+    @property
+    def is_whole_file(self) -> bool:
+        return self.start == 0 and self.length >= self.file_size
+
+    def with_position(self, resume_rows: int) -> FileSplit:
+        """This split resumed after ``resume_rows`` consumed source records."""
+        if resume_rows < 0:
+            raise ValueError(f"resume_rows must be >= 0, got {resume_rows}")
+        return dataclasses.replace(self, resume_rows=resume_rows)
+
+    @property
+    def weight(self) -> int:
+        """Bytes a reader touches: the range plus its delete files (used for packing)."""
+        return self.length + sum(d.file_size for d in self.delete_files)
+
+
+def make_split_id(snapshot_id: int, file_path: str, start: int, length: int) -> str:
+    """Deterministic split id: a digest of the snapshot, the file and the byte range."""
+    digest = hashlib.blake2b(
+        f"{snapshot_id}|{file_path}|{start}|{length}".encode(), digest_size=10
+    ).hexdigest()
+    return f"{snapshot_id}-{digest}"
