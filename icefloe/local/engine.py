@@ -109,17 +109,20 @@ def read_splits(
                 break
             split, out = claimed
             try:
-                previous: tuple[pa.RecordBatch, int] | None = None
+                held: pa.RecordBatch | None = None
+                held_consumed = split.resume_rows
+                final = split.resume_rows
                 for batch, consumed in reader.read_progress(split):
-                    if previous is not None and previous[0].num_rows and \
-                            not put(out, SplitBatch(split, previous[0], previous[1], False)):
+                    final = consumed
+                    if not batch.num_rows:
+                        continue
+                    if held is not None and not put(
+                            out, SplitBatch(split, held, held_consumed, False)):
                         return
-                    previous = (batch, consumed)
-                if previous is None:
-                    previous = (context.arrow_schema.empty_table().to_batches()[0]
-                                if False else pa.RecordBatch.from_pylist(
-                                    [], schema=context.arrow_schema), split.resume_rows)
-                if not put(out, SplitBatch(split, previous[0], previous[1], True)):
+                    held, held_consumed = batch, consumed
+                last = held if held is not None else pa.RecordBatch.from_pylist(
+                    [], schema=context.arrow_schema)
+                if not put(out, SplitBatch(split, last, final, True)):
                     return
                 if preserve_order and not put(out, _DONE):
                     return

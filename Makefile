@@ -1,0 +1,35 @@
+# icefloe: the two commands of the README are `make demo` and `make test`.
+PYTHON ?= python3
+UV_VERSION := 0.13.8
+UV := $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
+
+.PHONY: setup demo test test-slow lint bench bench-quick clean
+
+# A virtual environment (.venv) exactly as pinned in uv.lock, with every extra.
+setup:
+	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet "uv==$(UV_VERSION)"
+	uv sync --all-extras --frozen
+
+demo: setup
+	uv run icefloe demo
+
+# The default test run (CI): everything except tests marked slow.
+test: setup
+	uv run pytest -m "not slow" -q
+
+# Long fault campaigns and scale tests.
+test-slow: setup
+	uv run pytest -m slow -q
+
+lint: setup
+	uv run ruff check icefloe tests benchmarks
+	uv run mypy
+
+bench-quick: setup
+	uv run python -m benchmarks.run --scale quick
+
+bench: setup
+	uv run python -m benchmarks.run --scale full
+
+clean:
+	rm -rf .venv icefloe-demo .pytest_cache .mypy_cache .ruff_cache

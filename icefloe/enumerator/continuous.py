@@ -1,0 +1,357 @@
+"""The continuous enumerator: from a position, the next splits along a ref's lineage.
+
+Runs on the enumerator thread (local stream, Ray enumerator actor) or the Spark
+driver. The core call, :meth:`ContinuousEnumerator.enumerate`, is a function of
+(table metadata, position, limits): the same inputs give the same splits and the
+same end position in any process, which Spark's ``partitions(start, end)`` and
+checkpoint restore rely on. A cursor keeps the open planning generator of the
+unit in progress, so chunked enumeration of a big initial scan does not re-read
+the manifests for every chunk in a long-lived process.
+
+Units after a position, in order: the rest of the unit in progress (``scan(S)``
+or ``changes(S)``), then ``changes(C)`` for every snapshot C after it up to the
+ref head. Each ``changes(C)`` goes through the snapshot-kind policy: replace is
+skipped, delete / overwrite fail unless an option allows them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from pyiceberg.table.snapshots import Snapshot, ancestors_of
+
+from icefloe.catalog.handle import TableHandle
+from icefloe.enumerator.lineage import snapshots_between
+from icefloe.enumerator.planner import SplitPlanner, TableSplitPlanner
+from icefloe.enumerator.policy import Action, decide, operation_of
+from icefloe.errors import (
+    ExpiredPositionError,
+    LineageBreakError,
+    SnapshotNotFoundError,
+    TableReplacedError,
+)
+from icefloe.options import SourceOptions
+from icefloe.splits.split import FileSplit
+from icefloe.state.position import Phase, Position
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Admission limits of one enumeration call (None = unlimited). Soft: the first
+    split is always admitted, so one file bigger than a limit still makes progress."""
+
+    max_files: int | None = None
+    max_bytes: int | None = None
+    max_rows: int | None = None
+    max_snapshots: int | None = None
+
+    @classmethod
+    def from_options(cls, options: SourceOptions) -> Limits:
+        return cls(options.max_files_per_trigger, options.max_bytes_per_trigger,
+                   options.max_rows_per_trigger, options.max_snapshots_per_trigger)
+
+    def full(self, files: int, nbytes: int, rows: int) -> bool:
+        """Whether admitting nothing more is required after these totals."""
+        return any(
+            limit is not None and total >= limit
+            for limit, total in ((self.max_files, files), (self.max_bytes, nbytes),
+                                 (self.max_rows, rows))
+        )
+
+    def admits(self, files: int, nbytes: int, rows: int, split: FileSplit) -> bool:
+        """Whether ``split`` fits on top of the totals (always True for the first split)."""
+        if files == 0:
+            return True
+        return not any(
+            limit is not None and total + extra > limit
+            for limit, total, extra in (
+                (self.max_files, files, 1), (self.max_bytes, nbytes, split.length),
+                (self.max_rows, rows, split.record_count))
+        )
+
+
+UNLIMITED = Limits()
+
+
+@dataclass(frozen=True, slots=True)
+class UnitEnd:
+    """Marks the end of an enumeration unit (all its splits were handed out before it)."""
+
+    phase: Phase
+    snapshot_id: int
+    sequence_number: int
+
+    @property
+    def position(self) -> Position:
+        return Position.after(self.snapshot_id, self.sequence_number)
+
+
+Item = FileSplit | UnitEnd
+
+
+@dataclass(frozen=True)
+class EnumerationResult:
+    """What one :meth:`ContinuousEnumerator.enumerate` call found.
+
+    ``from_position`` is exclusive and ``to_position`` is the exclusive position after
+    the last item; ``reset`` is True when a lineage strategy moved ``from_position``
+    (the caller's tracked state before it is void).
+    """
+
+    from_position: Position
+    to_position: Position
+    items: tuple[Item, ...]
+    head_snapshot_id: int | None
+    reset: bool = False
+    splits: tuple[FileSplit, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "splits", tuple(i for i in self.items if isinstance(i, FileSplit)))
+
+
+@dataclass
+class _Cursor:
+    phase: Phase
+    snapshot_id: int
+    next_ordinal: int
+    splits: Iterator[FileSplit]
+    peeked: FileSplit | None = None
+
+
+class ContinuousEnumerator:
+    """Enumerates a ref of one table continuously.
+
+    Args:
+        handle: the table (refreshed by :meth:`refresh`).
+        options: options checked for continuous mode.
+        expected_identity: the table uuid / content id the position belongs to (None:
+            take the current one).
+        planner: a planner (test double) to use instead of the table's.
+    """
+
+    def __init__(self, handle: TableHandle, options: SourceOptions,
+                 expected_identity: str | None = None,
+                 planner: SplitPlanner | None = None) -> None:
+        self.handle = handle
+        self.options = options
+        self.identity = expected_identity or handle.identity
+        self._fixed_planner = planner
+        self._planner: SplitPlanner | None = planner
+        self._planner_key: object = None
+        self._cursor: _Cursor | None = None
+
+    # -- table state ---------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Reload the table metadata from the catalog."""
+        self.handle.refresh()
+
+    def head(self) -> Snapshot | None:
+        """The head snapshot of the configured branch (None: the table has none yet)."""
+        return self.handle.head(self.options.ref, self.options.ref_kind)
+
+    def _planner_for_metadata(self) -> SplitPlanner:
+        if self._fixed_planner is not None:
+            return self._fixed_planner
+        key = self.handle.metadata.metadata_log[-1].metadata_file \
+            if self.handle.metadata.metadata_log else id(self.handle.metadata)
+        if self._planner is None or key != self._planner_key:
+            schema = self.handle.metadata.schema()
+            self._planner = TableSplitPlanner(
+                self.handle.metadata, self.handle.io, schema, self.options.filter,
+                self.options.case_sensitive, self.options.split_size)
+            self._planner_key = key
+        return self._planner
+
+    # -- starting strategies -----------------------------------------------------
+
+    def initial_position(self) -> Position:
+        """Resolve the starting strategy on the configured branch.
+
+        - default: full scan of the head, then its successors;
+        - ``startingVersion=<id>``: that snapshot's own changes onward;
+        - ``latest``: only what is committed after now; ``earliest``: the oldest
+          snapshot's changes onward;
+        - ``startingTimestamp``: the changes of the first snapshot committed at or after it.
+
+        Raises:
+            SnapshotNotFoundError: a starting snapshot that is not on the branch.
+        """
+        opts = self.options
+        head = self.head()
+        what = f"branch {opts.ref!r} of table {self.handle.identifier}"
+        if head is None:
+            return Position.beginning()
+        lineage = list(ancestors_of(head, self.handle.metadata))  # newest first
+        version = opts.starting_version
+        if version == "latest":
+            return Position.after(head.snapshot_id, head.sequence_number)
+        if version == "earliest":
+            oldest = lineage[-1]
+            return Position("incremental", oldest.snapshot_id, oldest.sequence_number, 0)
+        if isinstance(version, int):
+            for snap in lineage:
+                if snap.snapshot_id == version:
+                    return Position("incremental", snap.snapshot_id, snap.sequence_number, 0)
+            raise SnapshotNotFoundError(
+                f"startingVersion {version} is not a snapshot on {what}; pick one of its "
+                "ancestors (or 'earliest' / 'latest')")
+        if opts.starting_timestamp_ms is not None:
+            later = [s for s in lineage if s.timestamp_ms >= opts.starting_timestamp_ms]
+            if not later:
+                return Position.after(head.snapshot_id, head.sequence_number)
+            first = later[-1]
+            return Position("incremental", first.snapshot_id, first.sequence_number, 0)
+        return Position("scan", head.snapshot_id, head.sequence_number, 0)
+
+    # -- lineage safety -----------------------------------------------------------
+
+    def _check_identity(self) -> None:
+        current = self.handle.identity
+        if current != self.identity:
+            raise TableReplacedError(
+                f"table {self.handle.identifier} was dropped and re-created (identity "
+                f"{self.identity} is now {current}); its old position means nothing in the new "
+                "table. Set onLineageBreak=restartFromStart or restartFromHead to continue")
+
+    def _chain(self, position: Position, head: Snapshot) -> list[Snapshot]:
+        """Snapshots whose changes come after ``position`` (oldest first)."""
+        metadata = self.handle.metadata
+        what = f"branch {self.options.ref!r} of table {self.handle.identifier}"
+        if position.snapshot_id is None:
+            return snapshots_between(metadata, head, None, what=what)
+        return snapshots_between(metadata, head, position.snapshot_id, what=what)
+
+    def _recover(self, position: Position, head: Snapshot | None,
+                 exc: Exception) -> Position:
+        """Apply onLineageBreak / failOnDataLoss to a broken position, or re-raise."""
+        opts = self.options
+        if isinstance(exc, ExpiredPositionError) and not opts.fail_on_data_loss and head:
+            oldest = list(ancestors_of(head, self.handle.metadata))[-1]
+            log.warning("position %s expired; failOnDataLoss=false: continuing from the "
+                        "oldest snapshot still in the lineage, %d (data in between is lost)",
+                        position.describe(), oldest.snapshot_id)
+            return Position("incremental", oldest.snapshot_id, oldest.sequence_number, 0)
+        if opts.on_lineage_break == "restartFromStart":
+            self.identity = self.handle.identity
+            start = self.initial_position()
+            log.warning("lineage broken at %s (%s); onLineageBreak=restartFromStart: "
+                        "restarting at %s", position.describe(), exc, start.describe())
+            return start
+        if opts.on_lineage_break == "restartFromHead":
+            self.identity = self.handle.identity
+            start = Position.after(head.snapshot_id, head.sequence_number) if head \
+                else Position.beginning()
+            log.warning("lineage broken at %s (%s); onLineageBreak=restartFromHead: "
+                        "continuing %s", position.describe(), exc, start.describe())
+            return start
+        raise exc
+
+    def validate(self, position: Position) -> tuple[Position, bool]:
+        """Check ``position`` against the current metadata; returns (position, reset).
+
+        Raises:
+            TableReplacedError / LineageBreakError / ExpiredPositionError: per strategy.
+        """
+        head = self.head()
+        try:
+            self._check_identity()
+            if position.snapshot_id is not None:
+                if head is None:
+                    raise LineageBreakError(
+                        f"branch {self.options.ref!r} of table {self.handle.identifier} has no "
+                        f"snapshot any more, but the position is {position.describe()}")
+                self._chain(position, head)
+        except (TableReplacedError, LineageBreakError, ExpiredPositionError) as exc:
+            recovered = self._recover(position, head, exc)
+            self._cursor = None
+            return recovered, True
+        return position, False
+
+    # -- enumeration ----------------------------------------------------------------
+
+    def _unit_splits(self, phase: Phase, snapshot: Snapshot, start: int) -> _Cursor:
+        cursor = self._cursor
+        if cursor is not None and cursor.phase == phase and \
+                cursor.snapshot_id == snapshot.snapshot_id and cursor.next_ordinal == start:
+            return cursor
+        planner = self._planner_for_metadata()
+        if phase == "scan":
+            splits: Iterator[FileSplit] = planner.plan_snapshot(snapshot, start)
+        else:
+            splits = (s for s in planner.plan_added(snapshot) if s.ordinal >= start)
+        self._cursor = _Cursor(phase, snapshot.snapshot_id, start, splits)
+        return self._cursor
+
+    def enumerate(self, position: Position, limits: Limits = UNLIMITED,
+                  until_snapshot_id: int | None = None) -> EnumerationResult:
+        """Items after ``position`` (exclusive), within ``limits``.
+
+        Args:
+            position: where to start (exclusive).
+            limits: soft admission limits.
+            until_snapshot_id: do not go past this snapshot (inclusive), e.g. the head
+                pinned by ``Trigger.AvailableNow``; None = the current head.
+
+        Returns:
+            The items and the position after them. An empty result (no new snapshot)
+            has ``to_position == from_position``.
+        """
+        position, reset = self.validate(position)
+        head = self.head()
+        if until_snapshot_id is not None:
+            head = self.handle.snapshot(until_snapshot_id)
+        head_id = head.snapshot_id if head else None
+        if head is None:
+            return EnumerationResult(position, position, (), head_id, reset)
+        units: list[tuple[Phase, Snapshot, int]] = []
+        if position.snapshot_id is not None and position.next_ordinal is not None:
+            units.append((position.phase, self.handle.snapshot(position.snapshot_id),
+                          position.next_ordinal))
+        chain = [] if position.snapshot_id == head_id and position.next_ordinal is None \
+            else self._chain(position, head)
+        units.extend(("incremental", snap, 0) for snap in chain)
+
+        items: list[Item] = []
+        files = nbytes = rows = 0
+        current = position
+        for unit_index, (phase, snap, start) in enumerate(units):
+            if limits.max_snapshots is not None and unit_index >= limits.max_snapshots:
+                break
+            if phase == "incremental" and decide(snap, self.options) is Action.SKIP:
+                log.info("skipping snapshot %d (%s) by policy", snap.snapshot_id,
+                         operation_of(snap))
+                items.append(UnitEnd(phase, snap.snapshot_id, snap.sequence_number))
+                current = Position.after(snap.snapshot_id, snap.sequence_number)
+                continue
+            cursor = self._unit_splits(phase, snap, start)
+            stopped = False
+            while True:
+                split = cursor.peeked if cursor.peeked is not None else next(cursor.splits, None)
+                cursor.peeked = None
+                if split is None:
+                    break
+                if not limits.admits(files, nbytes, rows, split):
+                    cursor.peeked = split
+                    stopped = True
+                    break
+                items.append(split)
+                files, nbytes, rows = files + 1, nbytes + split.length, rows + split.record_count
+                cursor.next_ordinal = split.ordinal + 1
+                current = Position(phase, snap.snapshot_id, snap.sequence_number,
+                                   split.ordinal + 1)
+            if stopped:
+                break
+            self._cursor = None
+            items.append(UnitEnd(phase, snap.snapshot_id, snap.sequence_number))
+            current = Position.after(snap.snapshot_id, snap.sequence_number)
+            if limits.full(files, nbytes, rows):
+                break
+        log.info("enumerated %d splits: after %s, through %s (head %s)",
+                 sum(isinstance(i, FileSplit) for i in items), position.describe(),
+                 current.describe(), head_id)
+        return EnumerationResult(position, current, tuple(items), head_id, reset)

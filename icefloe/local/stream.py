@@ -1,0 +1,387 @@
+"""The local continuous stream: an enumerator thread, N reader threads, acks, checkpoints.
+
+Runs in the user's process. The enumerator thread polls the branch, hands splits
+out in commit order and registers them with the ack tracker; reader threads
+(:func:`icefloe.local.engine.read_splits`, order-preserving) turn them into
+batches; the user's loop receives :class:`StreamItem` values and acks them. The
+committed position advances only over acknowledged data, as a contiguous prefix,
+and is written to the checkpoint store at most every ``checkpoint_interval_s``
+seconds (0: on every ack) and on :meth:`LocalStream.close`.
+
+Bounded memory: at most ``2 * parallelism`` splits wait for a reader and each reader
+holds a few batches; a slow sink slows reading down (backpressure).
+
+Delivery: each batch exactly once to the sink's eyes when nothing fails; after a
+crash, a restart re-delivers only what was not acknowledged (at least once).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from icefloe.enumerator.continuous import ContinuousEnumerator, Limits, UnitEnd
+from icefloe.errors import StreamClosedError, TableReplacedError
+from icefloe.local.engine import SplitBatch, read_splits
+from icefloe.reader.context import ReadContext
+from icefloe.splits.split import FileSplit
+from icefloe.state import AckTracker, Checkpoint, open_store, plan_fingerprint, validate_for
+from icefloe.state.position import Position
+
+if TYPE_CHECKING:
+    from icefloe.source import IcebergSource
+
+log = logging.getLogger(__name__)
+
+CRASH_ENV = "ICEFLOE_CRASH_POINT"
+_crash_counts: dict[str, int] = {}
+
+
+def crash_point(name: str) -> None:
+    """Test hook: SIGKILL this process at the N-th pass of ``name``.
+
+    Armed by ``ICEFLOE_CRASH_POINT=name:N`` (N defaults to 1). Named points:
+    ``after_emit`` (item handed to the sink, not acked), ``after_ack`` (acked, checkpoint
+    not written), ``during_checkpoint_write``, ``during_restore``.
+    """
+    spec = os.environ.get(CRASH_ENV)
+    if not spec:
+        return
+    point, _, count = spec.partition(":")
+    if point != name:
+        return
+    _crash_counts[name] = _crash_counts.get(name, 0) + 1
+    if _crash_counts[name] >= int(count or 1):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+@dataclass(frozen=True)
+class StreamItem:
+    """One batch of the stream. Call :meth:`ack` once the sink has it durably.
+
+    Attributes:
+        batch: the rows (at most ``batchSize``).
+        split: the split the rows come from.
+        consumed: source records of the split done after this batch (resume offset).
+        last: True on the split's final batch.
+    """
+
+    batch: pa.RecordBatch
+    split: FileSplit
+    consumed: int
+    last: bool
+    _stream: LocalStream = field(repr=False)
+
+    @property
+    def split_id(self) -> str:
+        return self.split.split_id
+
+    @property
+    def snapshot_id(self) -> int:
+        return self.split.snapshot_id
+
+    @property
+    def sequence_number(self) -> int:
+        return self.split.sequence_number
+
+    def ack(self) -> None:
+        """Acknowledge this batch (and, cumulatively, the split's batches before it)."""
+        self._stream._ack(self.split.split_id, None if self.last else self.consumed)
+
+
+@dataclass
+class Lag:
+    """How far the committed position is behind the branch head."""
+
+    snapshots_behind: int = 0
+    seconds_behind: float = 0.0
+    head_snapshot_id: int | None = None
+
+
+@dataclass
+class Stats:
+    rows: int = 0
+    batches: int = 0
+    splits: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def rows_per_second(self) -> float:
+        return self.rows / max(time.monotonic() - self.started, 1e-9)
+
+
+class _Failure:
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+_END = object()
+
+
+class LocalStream:
+    """A continuous read of one source on local threads (see the module docstring).
+
+    Args:
+        source: the IcebergSource (its options are checked for continuous mode).
+        checkpoint: checkpoint directory or fsspec URI; None keeps progress in memory.
+        parallelism: reader threads.
+        available_now: process what exists at start (the head then), then end.
+        checkpoint_interval_s: minimum seconds between checkpoint writes (0 = every ack).
+    """
+
+    def __init__(self, source: IcebergSource, checkpoint: str | None = None,
+                 parallelism: int = 2, available_now: bool = False,
+                 checkpoint_interval_s: float = 1.0) -> None:
+        self.source = source
+        self.options = source.options.for_mode("continuous")
+        self.checkpoint_location = checkpoint
+        self.parallelism = parallelism
+        self.available_now = available_now
+        self.checkpoint_interval_s = checkpoint_interval_s
+        self.stats = Stats()
+        self.lag = Lag()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._work: queue.Queue[object] = queue.Queue(maxsize=2 * parallelism)
+        self._started = False
+        self._closed = False
+        self._last_write = 0.0
+        self._dirty = False
+        self._engine: Iterator[SplitBatch] | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    def __enter__(self) -> LocalStream:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        """Restore from the checkpoint (or resolve the start), start the threads."""
+        if self._started:
+            return
+        self._started = True
+        handle = self.source.handle
+        opts = self.options
+        self.enumerator = ContinuousEnumerator(handle, opts)
+        self.fingerprint = plan_fingerprint(opts.filter, opts.case_sensitive, opts.split_size)
+        self.store = open_store(self.checkpoint_location) if self.checkpoint_location else None
+        crash_point("during_restore")
+        ckpt = self.store.read() if self.store is not None else None
+        skip: tuple[str, ...] = ()
+        offsets: tuple[tuple[str, int], ...] = ()
+        position: Position | None = None
+        if ckpt is not None:
+            try:
+                validate_for(ckpt, handle.identifier, handle.identity, opts.ref,
+                             self.fingerprint)
+                position, skip, offsets = ckpt.position, ckpt.acked_beyond, ckpt.offsets
+                self.enumerator.identity = ckpt.table_identity
+                log.info("restored checkpoint at %s (%d acked beyond, %d partial)",
+                         position.describe(), len(skip), len(offsets))
+            except TableReplacedError:
+                if opts.on_lineage_break == "fail":
+                    raise
+                log.warning("table %s was re-created since the checkpoint; "
+                            "onLineageBreak=%s: starting afresh", handle.identifier,
+                            opts.on_lineage_break)
+        if position is None:
+            position = self.enumerator.initial_position()
+            log.info("starting %s at %s", handle.identifier, position.describe())
+        self._skip = set(skip)
+        self._offsets = dict(offsets)
+        self.tracker = AckTracker(position, skip, offsets)
+        schema = handle.metadata.schema()
+        self.context = ReadContext.create(handle.metadata, handle.io, schema, opts)
+        self._pinned_head: int | None = None
+        if self.available_now:
+            head = self.enumerator.head()
+            self._pinned_head = head.snapshot_id if head else None
+        self._thread = threading.Thread(target=self._enumerate_loop, args=(position,),
+                                        name="icefloe-enumerator", daemon=True)
+        self._thread.start()
+        self._engine = read_splits(self._split_source(), self.context, self.parallelism,
+                                   preserve_order=True)
+
+    def close(self) -> None:
+        """Stop the threads and write a final checkpoint of everything acknowledged."""
+        if self._closed:
+            return
+        self._closed = True
+        self._stop.set()
+        if self._engine is not None:
+            self._engine.close()  # type: ignore[attr-defined]
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        if self._started:
+            self.write_checkpoint()
+
+    # -- enumeration thread --------------------------------------------------------
+
+    def _put(self, item: object) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._work.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _wait(self, seconds: float) -> None:
+        self._stop.wait(seconds)
+
+    def _enumerate_loop(self, position: Position) -> None:
+        opts = self.options
+        limits = Limits.from_options(opts)
+        try:
+            if opts.initial_delay_ms:
+                self._wait(opts.initial_delay_ms / 1000)
+            first = True
+            while not self._stop.is_set():
+                if not first:
+                    self.enumerator.refresh()
+                first = False
+                result = self.enumerator.enumerate(position, limits, self._pinned_head)
+                if result.reset:
+                    self._reset(result.from_position)
+                for item in result.items:
+                    if isinstance(item, UnitEnd):
+                        self.tracker.unit_done(item.phase, item.snapshot_id,
+                                               item.sequence_number)
+                        continue
+                    self.tracker.register(item)
+                    if item.split_id in self._skip:
+                        continue
+                    resume = self._offsets.get(item.split_id)
+                    if not self._put(item.with_position(resume) if resume else item):
+                        return
+                position = result.to_position
+                self._update_lag(position)
+                if self._pinned_head is not None or self.available_now:
+                    if self._pinned_head is None or (
+                            position.is_unit_complete
+                            and position.snapshot_id == self._pinned_head):
+                        self._put(_END)
+                        return
+                if not result.items:
+                    self._wait(opts.poll_interval_ms / 1000)
+        except BaseException as exc:  # delivered to the consumer in order
+            self._put(_Failure(exc))
+
+    def _reset(self, position: Position) -> None:
+        """A lineage strategy moved the position: wait for in-flight acks, restart tracking."""
+        while self.tracker.in_flight() and not self._stop.is_set():
+            self._wait(0.05)
+        with self._lock:
+            self.tracker = AckTracker(position, (), ())
+            self._skip.clear()
+            self._offsets.clear()
+            self._dirty = True
+
+    def _update_lag(self, position: Position) -> None:
+        head = self.enumerator.head()
+        if head is None:
+            self.lag = Lag()
+            return
+        try:
+            behind = self.enumerator._chain(position, head) if position.snapshot_id else []
+        except Exception:
+            behind = []
+        oldest = behind[0].timestamp_ms if behind else None
+        self.lag = Lag(
+            snapshots_behind=len(behind),
+            seconds_behind=max(0.0, time.time() - oldest / 1000) if oldest else 0.0,
+            head_snapshot_id=head.snapshot_id,
+        )
+
+    def _split_source(self) -> Iterator[FileSplit]:
+        while True:
+            try:
+                item = self._work.get(timeout=0.1)
+            except queue.Empty:
+                if self._stop.is_set():
+                    return
+                continue
+            if item is _END:
+                return
+            if isinstance(item, _Failure):
+                raise item.exc
+            assert isinstance(item, FileSplit)
+            yield item
+
+    # -- consumer side ---------------------------------------------------------------
+
+    def __iter__(self) -> Iterator[StreamItem]:
+        if not self._started:
+            self.start()
+        if self._closed or self._engine is None:
+            raise StreamClosedError("the stream is closed; open a new one with source.stream()")
+        for sb in self._engine:
+            if sb.last and not sb.batch.num_rows:
+                self._ack(sb.split.split_id, None)  # nothing to deliver: done
+                self.stats.splits += 1
+                continue
+            self.stats.rows += sb.batch.num_rows
+            self.stats.batches += 1
+            self.stats.splits += 1 if sb.last else 0
+            crash_point("after_emit")
+            yield StreamItem(sb.batch, sb.split, sb.consumed, sb.last, self)
+
+    def _ack(self, split_id: str, consumed: int | None) -> None:
+        with self._lock:
+            self.tracker.ack(split_id, consumed)
+            self._dirty = True
+        crash_point("after_ack")
+        if time.monotonic() - self._last_write >= self.checkpoint_interval_s:
+            self.write_checkpoint()
+
+    def committed(self) -> Position:
+        """The committed (acknowledged, exclusive) position."""
+        return self.tracker.committed()
+
+    def write_checkpoint(self) -> None:
+        """Write the acknowledged state now (no-op without a store or new acks)."""
+        if self.store is None:
+            return
+        with self._lock:
+            if not self._dirty:
+                return
+            position, acked_beyond, offsets = self.tracker.checkpoint_state()
+            ckpt = Checkpoint(
+                table=self.source.handle.identifier,
+                table_identity=self.enumerator.identity,
+                ref=self.options.ref,
+                plan_fingerprint=self.fingerprint,
+                position=position,
+                acked_beyond=tuple(acked_beyond),
+                offsets=tuple(offsets),
+                nessie_hashes=(),
+                created_ms=int(time.time() * 1000),
+                writer="icefloe",
+            )
+            crash_point("during_checkpoint_write")
+            self.store.write(ckpt)
+            self._dirty = False
+            self._last_write = time.monotonic()
+
+    def describe(self) -> dict[str, Any]:
+        """Lag and throughput, for displays."""
+        return {
+            "committed": self.committed().describe(),
+            "snapshots_behind": self.lag.snapshots_behind,
+            "seconds_behind": round(self.lag.seconds_behind, 1),
+            "rows": self.stats.rows,
+            "rows_per_s": round(self.stats.rows_per_second),
+        }
