@@ -43,6 +43,7 @@ OPTION_TABLE: dict[str, tuple[tuple[str, ...], tuple[Mode, ...]]] = {
     "skipChangeCommits": (("streaming-skip-overwrite-snapshots",), _BOTH),
     "onLineageBreak": ((), _CONTINUOUS),
     "failOnDataLoss": ((), _CONTINUOUS),
+    "followRenames": ((), _CONTINUOUS),
     "maxFilesPerTrigger": (("streaming-max-files-per-micro-batch",), _CONTINUOUS),
     "maxBytesPerTrigger": (("streaming-max-bytes-per-micro-batch",), _CONTINUOUS),
     "maxRowsPerTrigger": (("streaming-max-rows-per-micro-batch",), _CONTINUOUS),
@@ -96,7 +97,9 @@ def _parse_int(name: str, value: Any, minimum: int = 0) -> int:
 def parse_snapshot_id(name: str, value: Any) -> int:
     """Parse a snapshot id: an unsigned 64-bit integer (or its decimal string)."""
     text = str(value).strip()
-    if isinstance(value, bool) or not text.isdigit() or int(text) > MAX_UNSIGNED_64:
+    # isdigit() alone accepts superscripts ('²') and non-ASCII digits int() rejects or reads
+    if isinstance(value, bool) or not (text.isascii() and text.isdigit()) \
+            or int(text) > MAX_UNSIGNED_64:
         raise InvalidOptionError(
             name, f"{value!r} is not a snapshot id; give an unsigned 64-bit integer such as 1234"
         )
@@ -109,7 +112,8 @@ def parse_timestamp_ms(name: str, value: Any) -> int:
         moment = value
     else:
         text = str(value).strip()
-        if text.lstrip("-").isdigit():
+        digits = text.removeprefix("-")
+        if digits.isascii() and digits.isdigit():
             return int(text)
         try:
             moment = dt.datetime.fromisoformat(text)
@@ -161,6 +165,7 @@ class SourceOptions:
     skip_change_commits: bool = False
     on_lineage_break: str = "fail"
     fail_on_data_loss: bool = True
+    follow_renames: bool = False
     max_files_per_trigger: int | None = None
     max_bytes_per_trigger: int | None = None
     max_rows_per_trigger: int | None = None
@@ -242,7 +247,8 @@ class SourceOptions:
             elif name == "startingVersion":
                 out["starting_version"] = _parse_starting_version(name, value)
             elif name in ("ignoreDeletes", "ignoreChanges", "skipChangeCommits",
-                          "failOnDataLoss", "caseSensitive", "preserveOrder"):
+                          "failOnDataLoss", "caseSensitive", "preserveOrder",
+                          "followRenames"):
                 out[_field_name(name)] = _parse_bool(name, value)
             elif name in ("pollIntervalMs", "initialDelayMs"):
                 out[_field_name(name)] = _parse_int(name, value, minimum=0)

@@ -62,7 +62,9 @@ class IcebergSource:
         """The loaded table (opened on first use)."""
         if self._handle is None:
             catalog = open_catalog(self._catalog_arg, self.options.catalog_props())
-            self._handle = open_table(catalog, self.identifier)
+            self._handle = open_table(
+                catalog, self.identifier, ref=self.options.ref,
+                follow_renames=getattr(self.options, "follow_renames", False))
         return self._handle
 
     def bounded_plan(self) -> BoundedPlan:

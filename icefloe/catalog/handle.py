@@ -6,7 +6,9 @@ Runs on the driver / enumerator process.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
@@ -19,6 +21,21 @@ from pyiceberg.table.snapshots import Snapshot
 from icefloe.errors import CatalogError, RefNotFoundError, SnapshotNotFoundError, TableNotFoundError
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+@runtime_checkable
+class VersionedCatalog(Protocol):
+    """A catalog whose tables live on references of their own (Nessie).
+
+    Such a catalog loads a table at a catalog-level ref and refreshes it cheaply: it
+    returns None from :meth:`refresh_if_moved` when the ref did not move (no metadata read).
+    """
+
+    def load_table_at(self, identifier: str, ref: str) -> Table: ...
+
+    def refresh_if_moved(self, table: Table, *, follow_renames: bool = False) -> Table | None:
+        ...
 
 
 @dataclass
@@ -27,11 +44,18 @@ class TableHandle:
 
     ``identity`` is the table uuid (or a Nessie content id for Nessie tables): when
     it changes between two loads the table was dropped and re-created.
+
+    For a :class:`VersionedCatalog` (Nessie) table, the ``ref`` given to :meth:`head` /
+    :meth:`ref_type` names the *catalog* reference (a Nessie branch, tag or
+    ``branch@hash``): the handle re-loads the table at that reference when it was
+    loaded at another one, and the head is the table's current snapshot there.
+    ``follow_renames`` lets :meth:`refresh` follow a Nessie rename of the table.
     """
 
     catalog: Catalog
     identifier: str
     table: Table
+    follow_renames: bool = False
 
     @property
     def metadata(self) -> TableMetadata:
@@ -45,13 +69,49 @@ class TableHandle:
     def identity(self) -> str:
         return str(getattr(self.table, "content_id", None) or self.metadata.table_uuid)
 
+    @property
+    def commit_hash(self) -> str | None:
+        """The Nessie commit hash the table was read at; None for other catalogs."""
+        value = getattr(self.table, "commit_hash", None)
+        return str(value) if value is not None else None
+
+    @property
+    def _versioned(self) -> VersionedCatalog | None:
+        if isinstance(self.catalog, VersionedCatalog) and hasattr(self.table, "commit_hash"):
+            return self.catalog
+        return None
+
     def refresh(self) -> TableHandle:
-        """Reload the table's metadata from the catalog (in place); returns self."""
-        self.table = _load(self.catalog, self.identifier)
+        """Reload the table's metadata from the catalog (in place); returns self.
+
+        For a Nessie table this asks for the reference's head first and keeps the loaded
+        metadata (reading nothing else) when it did not move.
+        """
+        versioned = self._versioned
+        if versioned is None:
+            self.table = _load(self.catalog, self.identifier)
+            return self
+        moved = _guard(self.catalog, self.identifier, lambda: versioned.refresh_if_moved(
+            self.table, follow_renames=self.follow_renames))
+        if moved is not None:
+            self.table = moved
         return self
+
+    def _bind(self, ref: str) -> bool:
+        """Load a Nessie table at ``ref`` if it was loaded at another ref; False if not Nessie."""
+        versioned = self._versioned
+        if versioned is None:
+            return False
+        if getattr(self.table, "ref_spec", None) != ref:
+            self.table = _guard(self.catalog, self.identifier,
+                                lambda: versioned.load_table_at(self.identifier, ref))
+        return True
 
     def ref_type(self, ref: str) -> str | None:
         """``branch``, ``tag`` or None when the table has no such ref."""
+        if self._bind(ref):
+            nessie: Any = self.table  # a NessieTable
+            return "tag" if nessie.reference.type == "TAG" else "branch"
         snapshot_ref = self.metadata.refs.get(ref)
         if snapshot_ref is None:
             return None
@@ -63,6 +123,16 @@ class TableHandle:
         Raises:
             RefNotFoundError: the ref does not exist (or is not of ``kind``).
         """
+        if self._bind(ref):
+            actual = self.ref_type(ref)
+            if kind != "any" and actual != kind:
+                raise RefNotFoundError(
+                    f"Nessie ref {ref!r} of table {self.identifier} is a {actual}, not a "
+                    f"{kind}; use the option {actual} (or ref)"
+                )
+            nessie_table: Any = self.table
+            head: Snapshot | None = nessie_table.head_snapshot()
+            return head
         snapshot_ref = self.metadata.refs.get(ref)
         if snapshot_ref is None:
             if ref == "main" and self.metadata.current_snapshot_id is None:
@@ -94,9 +164,16 @@ class TableHandle:
         return snapshot
 
 
-def _load(catalog: Catalog, identifier: str) -> Table:
+def _load(catalog: Catalog, identifier: str, ref: str | None = None) -> Table:
+    if ref is not None and isinstance(catalog, VersionedCatalog):
+        return _guard(catalog, identifier, lambda: catalog.load_table_at(identifier, ref))
+    return _guard(catalog, identifier, lambda: catalog.load_table(identifier))
+
+
+def _guard(catalog: Catalog, identifier: str, call: Callable[[], T]) -> T:
+    """Run a catalog call, translating failures into icefloe's catalog errors."""
     try:
-        return catalog.load_table(identifier)
+        return call()
     except NoSuchTableError as exc:
         raise TableNotFoundError(
             f"no table {identifier!r} in catalog {catalog.name!r}; check the namespace and name"
@@ -110,6 +187,15 @@ def _load(catalog: Catalog, identifier: str) -> Table:
         ) from exc
 
 
-def open_table(catalog: Catalog, identifier: str) -> TableHandle:
-    """Load ``identifier`` (``namespace.table``) from ``catalog``."""
-    return TableHandle(catalog=catalog, identifier=identifier, table=_load(catalog, identifier))
+def open_table(catalog: Catalog, identifier: str, ref: str | None = None,
+               follow_renames: bool = False) -> TableHandle:
+    """Load ``identifier`` (``namespace.table``) from ``catalog``.
+
+    Args:
+        ref: for a :class:`VersionedCatalog` (Nessie), the catalog reference to load at
+            (branch, tag or ``branch@hash``); ignored by other catalogs, whose refs live
+            in the table metadata.
+        follow_renames: let :meth:`TableHandle.refresh` follow a Nessie rename.
+    """
+    return TableHandle(catalog=catalog, identifier=identifier,
+                       table=_load(catalog, identifier, ref), follow_renames=follow_renames)

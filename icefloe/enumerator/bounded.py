@@ -17,7 +17,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.table.snapshots import Snapshot
 
 from icefloe.catalog.handle import TableHandle
-from icefloe.enumerator.lineage import snapshot_as_of, snapshots_between
+from icefloe.enumerator.lineage import snapshot_current_at, snapshots_between
 from icefloe.enumerator.planner import TableSplitPlanner
 from icefloe.enumerator.policy import Action, decide
 from icefloe.errors import SnapshotNotFoundError
@@ -93,8 +93,7 @@ def plan_bounded(handle: TableHandle, options: SourceOptions) -> BoundedPlan:
         snapshot: Snapshot | None = handle.snapshot(options.snapshot_id)
         time_travel = True
     elif options.as_of_timestamp_ms is not None:
-        snapshot = snapshot_as_of(handle.metadata, handle.head("main"),
-                                  options.as_of_timestamp_ms, what)
+        snapshot = snapshot_current_at(handle.metadata, options.as_of_timestamp_ms, what)
         time_travel = True
     elif options.start_snapshot_id is not None or options.end_snapshot_id is not None:
         incremental = True

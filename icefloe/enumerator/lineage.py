@@ -67,3 +67,35 @@ def snapshot_as_of(metadata: TableMetadata, head: Snapshot | None, timestamp_ms:
         f"{what} has no snapshot at or before timestamp {timestamp_ms} ms{first}; "
         "give a later timestamp"
     )
+
+
+def snapshot_current_at(metadata: TableMetadata, timestamp_ms: int, what: str) -> Snapshot:
+    """The snapshot that was the table's current one at ``timestamp_ms`` (inclusive).
+
+    Time travel by timestamp, as Iceberg's Java ``SnapshotUtil.snapshotIdAsOfTime``, Spark and
+    PyIceberg resolve it: from the snapshot log, so after a rollback a timestamp when the
+    abandoned snapshot was current reads that snapshot, not an ancestor of today's head.
+
+    Raises:
+        SnapshotNotFoundError: the timestamp is before the first logged snapshot, or the
+            snapshot current then was expired.
+    """
+    log = sorted(metadata.snapshot_log, key=lambda entry: entry.timestamp_ms)
+    current = None
+    for entry in log:
+        if entry.timestamp_ms > timestamp_ms:
+            break
+        current = entry
+    if current is None:
+        first = f" (the first is at {log[0].timestamp_ms} ms)" if log else ""
+        raise SnapshotNotFoundError(
+            f"{what} has no snapshot at or before timestamp {timestamp_ms} ms{first}; "
+            "give a later timestamp"
+        )
+    snapshot = metadata.snapshot_by_id(current.snapshot_id)
+    if snapshot is None:
+        raise SnapshotNotFoundError(
+            f"snapshot {current.snapshot_id}, current in {what} at timestamp {timestamp_ms} ms, "
+            "was expired; give a later timestamp"
+        )
+    return snapshot

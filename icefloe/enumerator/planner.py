@@ -18,6 +18,7 @@ from pyiceberg.manifest import DataFileContent, ManifestContent, ManifestEntry
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot
+from pyiceberg.transforms import VoidTransform
 
 from icefloe.enumerator.deletes import INITIAL_SEQUENCE_NUMBER, DeleteIndex, partition_tuple
 from icefloe.enumerator.discovery import (
@@ -62,8 +63,11 @@ class TableSplitPlanner:
         self.io = io
         self.split_size = split_size
         self.filters = FilterEvaluators(metadata, schema, filter_text, case_sensitive)
+        # as Java's PartitionSpec.isUnpartitioned(): a spec of void fields only (a v1 table's
+        # removed partition fields) is unpartitioned, so its equality deletes are global
         self._unpartitioned = frozenset(
-            spec.spec_id for spec in metadata.partition_specs if spec.is_unpartitioned()
+            spec.spec_id for spec in metadata.partition_specs
+            if all(isinstance(f.transform, VoidTransform) for f in spec.fields)
         )
 
     def _entry_splits(self, entry: ManifestEntry, snapshot_id: int, first_ordinal: int,
@@ -91,8 +95,10 @@ class TableSplitPlanner:
     def _delete_index(self, snapshot: Snapshot, manifests: list) -> DeleteIndex:
         index = DeleteIndex(self._unpartitioned)
         delete_manifests = [m for m in manifests if m.content == ManifestContent.DELETES]
-        for entry in live_entries(self.io, delete_manifests, snapshot.snapshot_id,
-                                  lambda e: self.filters.partition_ok(e.data_file.spec_id)(e.data_file)):
+        def keep(entry: ManifestEntry) -> bool:
+            return self.filters.partition_ok(entry.data_file.spec_id)(entry.data_file)
+
+        for entry in live_entries(self.io, delete_manifests, snapshot.snapshot_id, keep):
             index.add(entry)
         return index
 

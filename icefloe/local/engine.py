@@ -102,7 +102,19 @@ def read_splits(
             return split, out
 
     def work() -> None:
-        reader = reader_factory(context)
+        try:
+            reader = reader_factory(context)
+        except BaseException as exc:  # delivered to the consumer, never swallowed
+            failure = _Failure(exc)
+            if preserve_order:
+                q: queue.Queue[object] = queue.Queue(maxsize=2)
+                q.put(failure)
+                q.put(_DONE)
+                ordered.put(q)
+            else:
+                put(shared, failure)
+                put(shared, _DONE)
+            return
         while not stop.is_set():
             claimed = claim()
             if claimed is None:

@@ -35,7 +35,7 @@ from icefloe.local.engine import SplitBatch, read_splits
 from icefloe.reader.context import ReadContext
 from icefloe.splits.split import FileSplit
 from icefloe.state import AckTracker, Checkpoint, open_store, plan_fingerprint, validate_for
-from icefloe.state.position import Position
+from icefloe.state.position import Phase, Position
 
 if TYPE_CHECKING:
     from icefloe.source import IcebergSource
@@ -158,6 +158,7 @@ class LocalStream:
         self._dirty = False
         self._engine: Iterator[SplitBatch] | None = None
         self._thread: threading.Thread | None = None
+        self._seen_at: dict[int, str] = {}  # snapshot id -> Nessie commit hash seen at
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -200,8 +201,6 @@ class LocalStream:
         if position is None:
             position = self.enumerator.initial_position()
             log.info("starting %s at %s", handle.identifier, position.describe())
-        self._skip = set(skip)
-        self._offsets = dict(offsets)
         self.tracker = AckTracker(position, skip, offsets)
         schema = handle.metadata.schema()
         self.context = ReadContext.create(handle.metadata, handle.io, schema, opts)
@@ -256,16 +255,18 @@ class LocalStream:
                 result = self.enumerator.enumerate(position, limits, self._pinned_head)
                 if result.reset:
                     self._reset(result.from_position)
+                commit_hash = self.enumerator.handle.commit_hash
                 for item in result.items:
+                    if commit_hash is not None:
+                        self._seen_at.setdefault(item.snapshot_id, commit_hash)
                     if isinstance(item, UnitEnd):
                         self.tracker.unit_done(item.phase, item.snapshot_id,
                                                item.sequence_number)
                         continue
-                    self.tracker.register(item)
-                    if item.split_id in self._skip:
+                    handed = self.tracker.register(item, *self._unit_hint(item, position))
+                    if handed is None:  # acknowledged before the restart
                         continue
-                    resume = self._offsets.get(item.split_id)
-                    if not self._put(item.with_position(resume) if resume else item):
+                    if not self._put(handed):
                         return
                 position = result.to_position
                 self._update_lag(position)
@@ -280,14 +281,18 @@ class LocalStream:
         except BaseException as exc:  # delivered to the consumer in order
             self._put(_Failure(exc))
 
+    def _unit_hint(self, split: FileSplit, position: Position) -> tuple[Phase, int]:
+        """The phase and snapshot sequence number of the unit ``split`` belongs to."""
+        phase: Phase = "scan" if (position.phase == "scan"
+                                  and split.snapshot_id == position.snapshot_id) else "incremental"
+        return phase, self.enumerator.handle.snapshot(split.snapshot_id).sequence_number
+
     def _reset(self, position: Position) -> None:
         """A lineage strategy moved the position: wait for in-flight acks, restart tracking."""
         while self.tracker.in_flight() and not self._stop.is_set():
             self._wait(0.05)
         with self._lock:
             self.tracker = AckTracker(position, (), ())
-            self._skip.clear()
-            self._offsets.clear()
             self._dirty = True
 
     def _update_lag(self, position: Position) -> None:
@@ -367,7 +372,7 @@ class LocalStream:
                 position=position,
                 acked_beyond=tuple(acked_beyond),
                 offsets=tuple(offsets),
-                nessie_hashes=(),
+                nessie_hashes=self._hashes_from(position),
                 created_ms=int(time.time() * 1000),
                 writer="icefloe",
             )
@@ -375,6 +380,17 @@ class LocalStream:
             self.store.write(ckpt)
             self._dirty = False
             self._last_write = time.monotonic()
+
+    def _hashes_from(self, position: Position) -> tuple[tuple[int, str], ...]:
+        """Nessie hashes of the committed snapshot and later ones (older ones dropped)."""
+        seq = position.sequence_number
+        handle = self.enumerator.handle
+        keep = []
+        for snapshot_id, commit_hash in sorted(dict(self._seen_at).items()):
+            snap = handle.metadata.snapshot_by_id(snapshot_id)
+            if snap is None or snap.sequence_number >= seq:
+                keep.append((snapshot_id, commit_hash))
+        return tuple(keep)
 
     def describe(self) -> dict[str, Any]:
         """Lag and throughput, for displays."""

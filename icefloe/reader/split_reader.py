@@ -52,8 +52,10 @@ class SplitReader:
     def __init__(self, context: ReadContext) -> None:
         self.context = context
         self.deletes = DeleteLoader(context.io)
+        # with the schema, nested fields resolve to their full path (``s.a``, not ``a``)
         self._filter_expr = (
-            None if context.filter is None else expression_to_pyarrow(context.bound_filter)
+            None if context.filter is None
+            else expression_to_pyarrow(context.bound_filter, context.schema)
         )
         self._out_names = [f.name for f in context.projected_schema.fields]
 

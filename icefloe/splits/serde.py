@@ -113,7 +113,7 @@ def split_from_obj(obj: Any) -> FileSplit:
         )
     try:
         return reader(fields)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, LookupError) as exc:  # LookupError: a short nested list
         raise SplitFormatError(f"corrupt split payload of version {version}: {exc}") from exc
 
 

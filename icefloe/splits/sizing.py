@@ -24,9 +24,10 @@ def byte_ranges(
     if file_size <= split_size:
         return [(0, file_size)]
     if split_offsets:
-        offsets = sorted({o for o in split_offsets if 0 <= o < file_size})
-        if not offsets or offsets[0] != 0:
-            offsets = [0, *offsets]
+        starts = sorted({o for o in split_offsets if 0 <= o < file_size})
+        # the first range starts at byte 0 with the first row group: the magic bytes before
+        # it are no range of their own (one would hold no row group)
+        offsets = [0, *starts[1:]]
         ranges: list[tuple[int, int]] = []
         range_start = 0
         for nxt in offsets[1:]:

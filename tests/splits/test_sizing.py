@@ -1,0 +1,192 @@
+"""Split sizing: byte ranges on row-group boundaries, packing, and real multi-row-group files."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.table import Table
+
+from icefloe import IcebergSource
+from icefloe.reader.split_reader import SplitReader
+from icefloe.splits import DeleteFileRef, FileSplit, byte_ranges, pack
+from tests.conftest import assert_same_rows
+from tests.helpers.tables import live_data_files, make_table, rows
+
+
+def _covers(ranges: list[tuple[int, int]], file_size: int) -> None:
+    assert ranges[0][0] == 0
+    for (start, length), (nxt, _) in itertools.pairwise(ranges):
+        assert length > 0
+        assert start + length == nxt
+    assert sum(length for _, length in ranges) == file_size
+
+
+def test_small_file_is_one_range() -> None:
+    assert byte_ranges(100, [4, 50], 100) == [(0, 100)]
+    assert byte_ranges(100, None, 1000) == [(0, 100)]
+
+
+def test_ranges_start_on_row_group_offsets() -> None:
+    # row groups at 4, 30, 60, 90; footer after 120
+    assert byte_ranges(130, [4, 30, 60, 90], 50) == [(0, 60), (60, 70)]
+    assert byte_ranges(130, [4, 30, 60, 90], 1) == [(0, 30), (30, 30), (60, 30), (90, 40)]
+    # unsorted, duplicated and out-of-file offsets are ignored
+    assert byte_ranges(130, [90, 30, 30, 4, 500, -1, 60], 1) == [(0, 30), (30, 30), (60, 30),
+                                                                (90, 40)]
+
+
+def test_ranges_without_offsets_are_fixed_size() -> None:
+    assert byte_ranges(250, None, 100) == [(0, 100), (100, 100), (200, 50)]
+    assert byte_ranges(250, [], 100) == [(0, 100), (100, 100), (200, 50)]
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(
+    st.integers(min_value=1, max_value=10_000),
+    st.lists(st.integers(min_value=0, max_value=12_000), max_size=30),
+    st.integers(min_value=1, max_value=5_000),
+)
+def test_ranges_cover_the_file_exactly_once(file_size: int, offsets: list[int],
+                                             split_size: int) -> None:
+    ranges = byte_ranges(file_size, offsets, split_size)
+    _covers(ranges, file_size)
+    if file_size > split_size and offsets:
+        allowed = {0} | {o for o in offsets if o < file_size}
+        assert {start for start, _ in ranges} <= allowed
+        for _start, length in ranges[:-1]:
+            assert length >= split_size
+
+
+def _split(i: int, length: int, deletes: int = 0) -> FileSplit:
+    delete_files = tuple(
+        DeleteFileRef(f"/d{i}-{k}.parquet", 1, "PARQUET", 2, 1, 10) for k in range(deletes)
+    )
+    return FileSplit(
+        split_id=str(i), file_path=f"/f{i}.parquet", file_format="PARQUET", start=0,
+        length=length, record_count=1, file_size=length, file_record_count=1, spec_id=0,
+        partition=(), snapshot_id=1, sequence_number=1, ordinal=i, delete_files=delete_files,
+    )
+
+
+def _ids(tasks: list[list[FileSplit]]) -> list[list[str]]:
+    return [[s.split_id for s in task] for task in tasks]
+
+
+def test_pack_keeps_order_and_target() -> None:
+    splits = [_split(0, 40), _split(1, 40), _split(2, 40), _split(3, 10), _split(4, 200),
+              _split(5, 10)]
+    tasks = list(pack(splits, target_size=100, open_file_cost=1))
+    assert _ids(tasks) == [["0", "1"], ["2", "3"], ["4"], ["5"]]
+    assert [s for task in tasks for s in task] == splits
+
+
+def test_pack_open_file_cost_and_delete_weight() -> None:
+    tiny = [_split(i, 1) for i in range(10)]
+    assert [len(t) for t in pack(tiny, target_size=100, open_file_cost=25)] == [4, 4, 2]
+    # delete files count toward a split's weight (10 bytes each)
+    assert _split(0, 50, deletes=3).weight == 80
+    heavy = [_split(0, 50, deletes=3), _split(1, 50)]
+    assert _ids(list(pack(heavy, target_size=100, open_file_cost=1))) == [["0"], ["1"]]
+
+
+def test_pack_nothing() -> None:
+    assert list(pack([], target_size=10, open_file_cost=1)) == []
+
+
+# --------------------------------------------------------------------------- real files
+
+
+def _big_table_by_property(catalog: SqlCatalog) -> Table:
+    table = make_table(catalog)
+    table.transaction().set_properties(**{"write.parquet.row-group-limit": "100"}) \
+        .commit_transaction()
+    table.append(rows(1000))
+    return table
+
+
+def _big_table_by_add_files(catalog: SqlCatalog, tmp_path: Path) -> Table:
+    table = make_table(catalog)
+    path = tmp_path / "big.parquet"
+    pq.write_table(rows(1000, start=5000), path, row_group_size=150)
+    table.add_files([f"file://{path}"])
+    return table
+
+
+@pytest.fixture(params=["row-group-limit", "add_files"])
+def big_table(request: pytest.FixtureRequest, catalog: SqlCatalog, tmp_path: Path) -> Table:
+    if request.param == "row-group-limit":
+        return _big_table_by_property(catalog)
+    return _big_table_by_add_files(catalog, tmp_path)
+
+
+def _local(path: str) -> str:
+    return path.removeprefix("file://")
+
+
+def _row_group_rows(path: str, groups: list[int]) -> pa.Table:
+    pf = pq.ParquetFile(_local(path))
+    return pa.concat_tables([pf.read_row_group(i) for i in groups]) if groups else \
+        pf.schema_arrow.empty_table()
+
+
+@pytest.mark.parametrize("split_size", [1, 3000])
+def test_big_file_is_cut_on_row_group_boundaries(big_table: Table, catalog: SqlCatalog,
+                                                  split_size: int) -> None:
+    (data_file,) = live_data_files(big_table).values()
+    offsets = list(data_file.split_offsets or [])
+    pf = pq.ParquetFile(_local(data_file.file_path))
+    assert pf.metadata.num_row_groups == len(offsets) > 3
+
+    source = IcebergSource("db.events", catalog=catalog, options={"splitSize": str(split_size)})
+    plan = source.bounded_plan()
+    splits = list(plan.splits())
+    assert len(splits) > 1
+    if split_size == 1:
+        assert len(splits) == len(offsets)
+    assert [s.ordinal for s in splits] == list(range(len(splits)))
+    assert len({s.split_id for s in splits}) == len(splits)
+    assert sum(s.length for s in splits) == data_file.file_size_in_bytes
+
+    reader = SplitReader(plan.context)
+    seen: list[pa.Table] = []
+    for split in splits:
+        assert split.start == 0 or split.start in offsets
+        groups = [i for i, o in enumerate(offsets) if split.start <= o < split.end]
+        assert groups, "every split holds at least one row group"
+        got = pa.Table.from_batches(list(reader.read(split)), schema=plan.context.arrow_schema)
+        expected = _row_group_rows(data_file.file_path, groups)
+        assert got.column("id").to_pylist() == expected.column("id").to_pylist()
+        seen.append(got)
+    # every row exactly once, against PyIceberg's scan
+    assert_same_rows(pa.concat_tables(seen), big_table.scan().to_arrow())
+
+
+def test_fixed_ranges_read_every_row_group_once(big_table: Table, catalog: SqlCatalog) -> None:
+    """Ranges that ignore row-group offsets (a file without split_offsets) lose no row."""
+    (data_file,) = live_data_files(big_table).values()
+    plan = IcebergSource("db.events", catalog=catalog).bounded_plan()
+    (whole,) = list(plan.splits())
+    reader = SplitReader(plan.context)
+    ids: list[int] = []
+    for start, length in byte_ranges(data_file.file_size_in_bytes, None, 777):
+        part = dataclasses.replace(whole, start=start, length=length)
+        ids += [i for b in reader.read(part) for i in b.column("id").to_pylist()]
+    assert sorted(ids) == sorted(big_table.scan().to_arrow().column("id").to_pylist())
+    assert len(ids) == len(set(ids)) == 1000
+
+
+def test_packing_a_real_plan(big_table: Table, catalog: SqlCatalog) -> None:
+    source = IcebergSource("db.events", catalog=catalog, options={"splitSize": "1"})
+    splits = list(source.plan())
+    # the last split also holds the footer: size tasks by the first split (one row group)
+    tasks = list(pack(splits, target_size=3 * splits[0].length, open_file_cost=1))
+    assert 1 < len(tasks) < len(splits)
+    assert [s for task in tasks for s in task] == splits
