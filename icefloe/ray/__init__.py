@@ -1,0 +1,48 @@
+"""icefloe on Ray: bounded reads as a Ray Dataset, continuous ingestion on Ray actors.
+
+::
+
+    import icefloe.ray
+    ds = icefloe.ray.read("ns.events", catalog="local", options={"snapshotId": "123"})
+    ds.map_batches(...).write_parquet("out/")
+
+    with icefloe.ray.stream("ns.events", checkpoint="ckpt/", num_readers=4) as stream:
+        for item in stream:          # or sink=callable, run in the reader actors
+            write(item.batch)
+            item.ack()
+
+Needs the ``ray`` extra (``pip install 'icefloe[ray]'``); ``import icefloe`` never
+imports Ray.
+"""
+
+from __future__ import annotations
+
+import os
+
+# Under ``uv run``, Ray would start its workers with ``uv run`` in a copy of the working
+# directory (a fresh environment without icefloe's dependencies). icefloe's workers need
+# the driver's environment as is: opt out unless the user chose (read by ``import ray``).
+os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+
+try:
+    import ray
+    import ray.data  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised without the extra
+    raise ImportError(
+        "icefloe.ray needs Ray Data; install the extra: pip install 'icefloe[ray]'"
+    ) from exc
+
+from icefloe.ray.datasource import IcefloeDatasource, read
+from icefloe.ray.session import BackfillResult, backfill, stream_cli
+from icefloe.ray.stream import RayStream, RayStreamItem, stream
+
+__all__ = [
+    "BackfillResult",
+    "IcefloeDatasource",
+    "RayStream",
+    "RayStreamItem",
+    "backfill",
+    "read",
+    "stream",
+    "stream_cli",
+]

@@ -1,0 +1,682 @@
+"""Continuous ingestion on Ray actors: one enumerator actor, a pool of reader actors.
+
+The FLIP-27 split-request loop on Ray:
+
+- :class:`EnumeratorActor` (one, ``num_cpus=0``) opens the catalog itself (catalog
+  name + ``catalog.<prop>`` options: catalog objects do not always pickle), restores
+  the checkpoint, and runs :class:`~icefloe.enumerator.continuous.ContinuousEnumerator`
+  on a background thread that fills a bounded queue of pending splits, registered
+  with an :class:`~icefloe.state.AckTracker`. Readers request splits; a reader holds
+  at most ``max_in_flight_per_reader`` unacknowledged splits (backpressure). Acks
+  advance the committed position, written to the checkpoint store (the local
+  stream's :class:`~icefloe.state.Checkpoint` format) at most every
+  ``checkpoint_interval_s`` and on close. When a reader dies, its unacknowledged
+  splits are handed out again first, resumed at their acknowledged record offset.
+- :class:`ReaderActor` (``num_readers``) pulls a split, reads it with
+  :class:`~icefloe.reader.SplitReader` and either calls the ``sink`` (in the actor;
+  the reader acks each batch once the sink returns) or keeps the batches in a small
+  outbox the driver polls (the driver's consumer acks, like the local stream).
+- :class:`RayStream` (the driver) creates the actors, supervises the readers
+  (replacing dead ones), and iterates items or waits.
+
+Delivery is at least once: a restart, or a reader's death, re-delivers only what was
+not acknowledged. Everything crossing actors is picklable: the read context, split
+objects, Arrow batches, the sink (a picklable callable or an object with ``write``).
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import queue
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import ray
+from pyiceberg.catalog import Catalog
+from ray.exceptions import RayActorError
+
+from icefloe.enumerator.continuous import ContinuousEnumerator, Limits, UnitEnd
+from icefloe.errors import TableReplacedError
+from icefloe.reader.context import ReadContext
+from icefloe.reader.split_reader import SplitReader
+from icefloe.source import IcebergSource
+from icefloe.splits.split import FileSplit
+from icefloe.state import AckTracker, Checkpoint, open_store, plan_fingerprint, validate_for
+from icefloe.state.acks import UnknownSplitError
+from icefloe.state.position import Position
+
+log = logging.getLogger(__name__)
+
+Sink = Callable[["RayStreamItem"], Any] | Any
+"""A picklable callable taking a :class:`RayStreamItem`, or an object with ``write(item)``."""
+
+_CATALOG_TYPES = {"SqlCatalog": "sql", "RestCatalog": "rest", "HiveCatalog": "hive",
+                  "GlueCatalog": "glue", "DynamoDbCatalog": "dynamodb",
+                  "InMemoryCatalog": "in-memory"}
+
+
+def catalog_as_options(catalog: str | Catalog | None,
+                       options: Mapping[str, Any] | None) -> tuple[str | None, dict[str, Any]]:
+    """``(catalog name, options)`` that reopen ``catalog`` in another process.
+
+    A ``Catalog`` object becomes its name plus ``catalog.<prop>`` options (its properties,
+    and ``catalog.type`` from its class); options given explicitly win. Runs on the driver.
+    """
+    opts = dict(options or {})
+    if not isinstance(catalog, Catalog):
+        return catalog, opts
+    props = {f"catalog.{k}": v for k, v in catalog.properties.items()}
+    kind = _CATALOG_TYPES.get(type(catalog).__name__)
+    if kind and "catalog.type" not in props:
+        props["catalog.type"] = kind
+    return catalog.name, {**props, **opts}
+
+
+@dataclass(frozen=True)
+class RayStreamItem:
+    """One batch of the stream.
+
+    In driver mode call :meth:`ack` once the sink has it durably. A ``sink`` run in a
+    reader actor need not ack: the reader acks the batch when the sink returns.
+
+    Attributes:
+        batch: the rows (at most ``batchSize``).
+        split: the split the rows come from.
+        consumed: source records of the split done after this batch (resume offset).
+        last: True on the split's final batch.
+        reader_id: the reader actor that read it.
+    """
+
+    batch: pa.RecordBatch
+    split: FileSplit
+    consumed: int
+    last: bool
+    reader_id: str = ""
+    _acker: Callable[[str, int | None], None] | None = field(default=None, repr=False)
+
+    @property
+    def split_id(self) -> str:
+        return self.split.split_id
+
+    @property
+    def snapshot_id(self) -> int:
+        return self.split.snapshot_id
+
+    @property
+    def sequence_number(self) -> int:
+        return self.split.sequence_number
+
+    def ack(self) -> None:
+        """Acknowledge this batch (and, cumulatively, the split's batches before it)."""
+        if self._acker is not None:
+            self._acker(self.split.split_id, None if self.last else self.consumed)
+
+
+def split_items(reader: SplitReader, split: FileSplit,
+                schema: pa.Schema) -> Iterator[tuple[pa.RecordBatch, int, bool]]:
+    """``(batch, consumed, last)`` for one split: non-empty batches, the last one flagged
+    (possibly empty, so every split ends with exactly one ``last`` item)."""
+    held: pa.RecordBatch | None = None
+    held_consumed = final = split.resume_rows
+    for batch, consumed in reader.read_progress(split):
+        final = consumed
+        if not batch.num_rows:
+            continue
+        if held is not None:
+            yield held, held_consumed, False
+        held, held_consumed = batch, consumed
+    yield (held if held is not None else pa.RecordBatch.from_pylist([], schema=schema),
+           final, True)
+
+
+# -- the enumerator actor ------------------------------------------------------------------
+
+
+class EnumeratorActor:
+    """Owns enumeration, ack tracking and the checkpoint store. Runs in one Ray actor.
+
+    Actor methods run one at a time in the order each caller submitted them (a
+    reader's acks apply in order); the enumeration loop runs on a thread of its own.
+    Constructor arguments must pickle: the catalog travels as a name plus
+    ``catalog.<prop>`` options and is opened here.
+    """
+
+    def __init__(self, table: str, catalog: str | None, options: Mapping[str, Any],
+                 checkpoint: str | None, available_now: bool, max_in_flight_per_reader: int,
+                 max_pending: int, checkpoint_interval_s: float) -> None:
+        self.source = IcebergSource(table, catalog=catalog, options=options)
+        self.options = self.source.options.for_mode("continuous")
+        self.checkpoint_location = checkpoint
+        self.available_now = available_now
+        self.max_in_flight = max_in_flight_per_reader
+        self.max_pending = max_pending
+        self.checkpoint_interval_s = checkpoint_interval_s
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._pending: collections.deque[FileSplit] = collections.deque()
+        self._reassigned: collections.deque[FileSplit] = collections.deque()
+        self._owner: dict[str, str] = {}
+        self._assigned: dict[str, FileSplit] = {}
+        self._acked_rows: dict[str, int] = {}
+        self._failed_readers: set[str] = set()
+        self._enumerated_all = False
+        self._error: BaseException | None = None
+        self._dirty = False
+        self._last_write = 0.0
+        self._handed = 0
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> ReadContext:
+        """Restore (or resolve the start), start enumerating; returns the read context."""
+        handle = self.source.handle
+        opts = self.options
+        self.enumerator = ContinuousEnumerator(handle, opts)
+        self.fingerprint = plan_fingerprint(opts.filter, opts.case_sensitive, opts.split_size)
+        self.store = open_store(self.checkpoint_location) if self.checkpoint_location else None
+        ckpt = self.store.read() if self.store is not None else None
+        position: Position | None = None
+        skip: tuple[str, ...] = ()
+        offsets: tuple[tuple[str, int], ...] = ()
+        if ckpt is not None:
+            try:
+                validate_for(ckpt, handle.identifier, handle.identity, opts.ref,
+                             self.fingerprint)
+                position, skip, offsets = ckpt.position, ckpt.acked_beyond, ckpt.offsets
+                self.enumerator.identity = ckpt.table_identity
+                log.info("restored checkpoint at %s (%d acked beyond, %d partial)",
+                         position.describe(), len(skip), len(offsets))
+            except TableReplacedError:
+                if opts.on_lineage_break == "fail":
+                    raise
+                log.warning("table %s was re-created since the checkpoint; starting afresh",
+                            handle.identifier)
+        if position is None:
+            position = self.enumerator.initial_position()
+            log.info("starting %s at %s", handle.identifier, position.describe())
+        self.tracker = AckTracker(position, skip, offsets)
+        self.context = ReadContext.create(handle.metadata, handle.io, handle.metadata.schema(),
+                                          opts)
+        self._pinned_head: int | None = None
+        if self.available_now:
+            head = self.enumerator.head()
+            self._pinned_head = head.snapshot_id if head else None
+        self._thread = threading.Thread(target=self._enumerate_loop, args=(position,),
+                                        name="icefloe-ray-enumerator", daemon=True)
+        self._thread.start()
+        return self.context
+
+    # -- enumeration thread ---------------------------------------------------------
+
+    def _enqueue(self, split: FileSplit) -> bool:
+        while not self._stop.is_set():
+            with self._lock:
+                if len(self._pending) < self.max_pending:
+                    self._pending.append(split)
+                    return True
+            self._stop.wait(0.02)
+        return False
+
+    def _enumerate_loop(self, position: Position) -> None:
+        opts = self.options
+        limits = Limits.from_options(opts)
+        try:
+            if opts.initial_delay_ms:
+                self._stop.wait(opts.initial_delay_ms / 1000)
+            first = True
+            while not self._stop.is_set():
+                if not first:
+                    self.enumerator.refresh()
+                first = False
+                result = self.enumerator.enumerate(position, limits, self._pinned_head)
+                if result.reset:
+                    self._reset(result.from_position)
+                for item in result.items:
+                    if isinstance(item, UnitEnd):
+                        self.tracker.unit_done(item.phase, item.snapshot_id,
+                                               item.sequence_number)
+                        continue
+                    handed = self.tracker.register(item)
+                    if handed is not None and not self._enqueue(handed):
+                        return
+                position = result.to_position
+                if self.available_now and (self._pinned_head is None or (
+                        position.is_unit_complete
+                        and position.snapshot_id == self._pinned_head)):
+                    with self._lock:
+                        self._enumerated_all = True
+                    return
+                if not result.items:
+                    self._stop.wait(opts.poll_interval_ms / 1000)
+        except BaseException as exc:
+            log.exception("enumeration failed")
+            with self._lock:
+                self._error = exc
+
+    def _reset(self, position: Position) -> None:
+        """A lineage strategy moved the position: wait for in-flight acks, restart tracking."""
+        while self.tracker.in_flight() and not self._stop.is_set():
+            self._stop.wait(0.05)
+        with self._lock:
+            self.tracker = AckTracker(position, (), ())
+            self._dirty = True
+
+    # -- reader requests --------------------------------------------------------------
+
+    def request_split(self, reader_id: str) -> tuple[str, FileSplit | None]:
+        """The next split for ``reader_id``: ``("split", s)``, ``("wait", None)`` (nothing
+        now, or the reader holds ``max_in_flight_per_reader`` unacked splits) or
+        ``("end", None)`` (the reader was declared failed: it must stop)."""
+        with self._lock:
+            if self._error is not None:
+                raise self._error
+            if reader_id in self._failed_readers:
+                return "end", None
+            held = sum(1 for owner in self._owner.values() if owner == reader_id)
+            if held >= self.max_in_flight:
+                return "wait", None
+            source = self._reassigned if self._reassigned else self._pending
+            if not source:
+                return "wait", None
+            split = source.popleft()
+            self._owner[split.split_id] = reader_id
+            self._assigned[split.split_id] = split
+            self._handed += 1
+            return "split", split
+
+    def ack(self, split_id: str, consumed: int | None) -> None:
+        """The sink has the split's first ``consumed`` source records (None: all of it)."""
+        with self._lock:
+            try:
+                self.tracker.ack(split_id, consumed)
+            except UnknownSplitError:  # a late ack of a re-read, already committed split
+                log.debug("ignoring ack of committed split %s", split_id)
+            if consumed is None:
+                self._owner.pop(split_id, None)
+                self._assigned.pop(split_id, None)
+                self._acked_rows.pop(split_id, None)
+            elif split_id in self._assigned:
+                self._acked_rows[split_id] = max(self._acked_rows.get(split_id, 0), consumed)
+            self._dirty = True
+        if time.monotonic() - self._last_write >= self.checkpoint_interval_s:
+            self.write_checkpoint()
+
+    def reader_failed(self, reader_id: str) -> int:
+        """Hand ``reader_id``'s unacknowledged splits out again first (resumed at their
+        acknowledged offset); returns how many."""
+        with self._lock:
+            self._failed_readers.add(reader_id)
+            lost = [self._assigned[s] for s, owner in self._owner.items() if owner == reader_id]
+            for split in reversed(lost):
+                del self._owner[split.split_id]
+                del self._assigned[split.split_id]
+                done = self._acked_rows.pop(split.split_id, 0)
+                self._reassigned.appendleft(split.with_position(max(split.resume_rows, done)))
+        log.warning("reader %s failed: %d splits reassigned", reader_id, len(lost))
+        return len(lost)
+
+    # -- state ------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """``drained``: enumeration finished (available-now) and no split waits;
+        ``finished``: drained and everything acknowledged."""
+        with self._lock:
+            if self._error is not None:
+                raise self._error
+            drained = self._enumerated_all and not self._pending and not self._reassigned
+            in_flight = self.tracker.in_flight()
+            return {
+                "drained": drained,
+                "finished": drained and in_flight == 0,
+                "in_flight": in_flight,
+                "pending": len(self._pending) + len(self._reassigned),
+                "handed": self._handed,
+                "committed": self.tracker.committed(),
+            }
+
+    def write_checkpoint(self) -> None:
+        """Write the acknowledged state now (no-op without a store or new acks)."""
+        if self.store is None:
+            return
+        with self._lock:
+            if not self._dirty:
+                return
+            position, acked_beyond, offsets = self.tracker.checkpoint_state()
+            ckpt = Checkpoint(
+                table=self.source.handle.identifier,
+                table_identity=self.enumerator.identity,
+                ref=self.options.ref,
+                plan_fingerprint=self.fingerprint,
+                position=position,
+                acked_beyond=tuple(acked_beyond),
+                offsets=tuple(offsets),
+                nessie_hashes=(),
+            )
+            self.store.write(ckpt)
+            self._dirty = False
+            self._last_write = time.monotonic()
+
+    def close(self) -> Position | None:
+        """Stop enumerating, write the final checkpoint; returns the committed position."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        if not hasattr(self, "tracker"):
+            return None
+        self.write_checkpoint()
+        return self.tracker.committed()
+
+
+# -- the reader actors ----------------------------------------------------------------------
+
+
+class ReaderActor:
+    """Pulls splits from the enumerator and reads them. Runs in a Ray actor.
+
+    With a ``sink``, each non-empty batch is passed to it in this actor and acked when
+    it returns. Without, batches wait in an outbox of ``outbox_batches`` for the
+    driver's :meth:`poll` (a full outbox stops reading: backpressure).
+    """
+
+    def __init__(self, reader_id: str, enumerator: Any, context: ReadContext,
+                 sink: Sink | None = None, outbox_batches: int = 4) -> None:
+        self.reader_id = reader_id
+        self.enumerator = enumerator
+        self.context = context
+        self.sink = sink
+        self._outbox: queue.Queue[tuple[pa.RecordBatch, FileSplit, int, bool]] = \
+            queue.Queue(maxsize=outbox_batches)
+        self._stop = threading.Event()
+        self._busy = False
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._loop, name=f"icefloe-{reader_id}",
+                                        daemon=True)
+        self._thread.start()
+
+    def _deliver(self, item: tuple[pa.RecordBatch, FileSplit, int, bool]) -> bool:
+        batch, split, consumed, last = item
+        if self.sink is None:
+            while not self._stop.is_set():
+                try:
+                    self._outbox.put(item, timeout=0.1)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+        if batch.num_rows:
+            ray_item = RayStreamItem(batch, split, consumed, last, self.reader_id)
+            write = getattr(self.sink, "write", None)
+            write(ray_item) if write is not None else self.sink(ray_item)
+        self.enumerator.ack.remote(split.split_id, None if last else consumed)
+        return True
+
+    def _loop(self) -> None:
+        reader = SplitReader(self.context)
+        schema = self.context.arrow_schema
+        try:
+            while not self._stop.is_set():
+                self._busy = True
+                kind, split = ray.get(self.enumerator.request_split.remote(self.reader_id))
+                if kind == "end":
+                    return
+                if split is None:
+                    self._busy = False
+                    self._stop.wait(0.05)
+                    continue
+                for batch, consumed, last in split_items(reader, split, schema):
+                    if not self._deliver((batch, split, consumed, last)):
+                        return
+                self._busy = False
+        except BaseException as exc:
+            log.exception("reader %s failed", self.reader_id)
+            self._error = exc
+        finally:
+            self._busy = False
+
+    def poll(self, max_items: int = 16, timeout_s: float = 0.2
+             ) -> tuple[list[tuple[pa.RecordBatch, FileSplit, int, bool]], bool]:
+        """Driver mode: ``(items, idle)``; ``idle``: no split being read, outbox empty."""
+        if self._error is not None:
+            raise self._error
+        items = []
+        try:
+            items.append(self._outbox.get(timeout=timeout_s))
+            while len(items) < max_items:
+                items.append(self._outbox.get_nowait())
+        except queue.Empty:
+            pass
+        idle = not self._busy and self._outbox.empty() and not items
+        return items, idle
+
+    def ping(self) -> bool:
+        """Liveness; raises the reading error if the reader thread failed."""
+        if self._error is not None:
+            raise self._error
+        return self._thread.is_alive()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+
+_EnumeratorRemote = ray.remote(EnumeratorActor)
+_ReaderRemote = ray.remote(ReaderActor)
+
+
+# -- the driver ------------------------------------------------------------------------------
+
+
+class RayStream:
+    """A continuous read on Ray actors (see the module docstring). Runs on the driver.
+
+    Args:
+        table: ``namespace.table``.
+        catalog: catalog name or ``Catalog`` (reopened in the enumerator actor from its
+            name and properties); None for the embedded default.
+        options: continuous-read options (``catalog.<prop>`` included).
+        checkpoint: checkpoint directory / URI reachable from the enumerator actor's node;
+            None keeps progress in memory.
+        num_readers: reader actors.
+        sink: None (iterate the stream on the driver and ack items), or a picklable
+            callable / object with ``write(item)`` run in the reader actors.
+        available_now: process what exists at start (the head then), then end.
+        max_in_flight_per_reader: unacknowledged splits a reader may hold.
+        checkpoint_interval_s: minimum seconds between checkpoint writes (0: every ack).
+        reader_num_cpus: CPUs each reader actor reserves.
+    """
+
+    def __init__(self, table: str, catalog: str | Catalog | None = None,
+                 options: Mapping[str, Any] | None = None, checkpoint: str | None = None,
+                 num_readers: int = 2, sink: Sink | None = None, available_now: bool = False,
+                 max_in_flight_per_reader: int = 2, checkpoint_interval_s: float = 1.0,
+                 reader_num_cpus: float = 1.0) -> None:
+        if num_readers < 1:
+            raise ValueError(f"num_readers must be >= 1, got {num_readers}")
+        self.table = table
+        self.catalog_name, self.options = catalog_as_options(catalog, options)
+        IcebergSource(table, self.catalog_name, self.options).options.for_mode("continuous")
+        self.checkpoint = checkpoint
+        self.num_readers = num_readers
+        self.sink = sink
+        self.available_now = available_now
+        self.max_in_flight_per_reader = max_in_flight_per_reader
+        self.checkpoint_interval_s = checkpoint_interval_s
+        self.reader_num_cpus = reader_num_cpus
+        self.readers: dict[str, Any] = {}
+        self.replaced: list[str] = []
+        self.rows = 0
+        self._stop = threading.Event()
+        self._started = False
+        self._closed = False
+        self._context: ReadContext | None = None
+
+    def __enter__(self) -> RayStream:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        """Create the enumerator actor (restores the checkpoint) and the reader actors."""
+        if self._started:
+            return
+        self._started = True
+        self.enumerator: Any = _EnumeratorRemote.options(num_cpus=0).remote(
+            self.table, self.catalog_name, self.options, self.checkpoint,
+            self.available_now, self.max_in_flight_per_reader,
+            max(4, 2 * self.num_readers * self.max_in_flight_per_reader),
+            self.checkpoint_interval_s)
+        context: Any = ray.get(self.enumerator.start.remote())  # type: ignore[attr-defined]
+        self._context = context
+        for _ in range(self.num_readers):
+            self._add_reader()
+
+    def _add_reader(self) -> str:
+        reader_id = f"reader-{uuid.uuid4().hex[:8]}"
+        self.readers[reader_id] = _ReaderRemote.options(num_cpus=self.reader_num_cpus).remote(
+            reader_id, self.enumerator, self._context, self.sink)
+        return reader_id
+
+    def _replace(self, reader_id: str) -> str:
+        """A reader died: reassign its splits, start another reader."""
+        self.readers.pop(reader_id, None)
+        ray.get(self.enumerator.reader_failed.remote(reader_id))
+        self.replaced.append(reader_id)
+        return self._add_reader()
+
+    def _ack(self, split_id: str, consumed: int | None) -> None:
+        self.enumerator.ack.remote(split_id, consumed)
+
+    def stop(self) -> None:
+        """Ask :meth:`run` / iteration to return (thread-safe)."""
+        self._stop.set()
+
+    def status(self) -> dict[str, Any]:
+        """The enumerator's view: committed position, in-flight and pending splits."""
+        return dict(ray.get(self.enumerator.status.remote()))
+
+    def committed(self) -> Position:
+        """The committed (acknowledged, exclusive) position."""
+        return self.status()["committed"]
+
+    def describe(self) -> dict[str, Any]:
+        status = self.status()
+        return {"committed": status["committed"].describe(), "rows": self.rows,
+                "in_flight": status["in_flight"], "pending": status["pending"],
+                "readers": len(self.readers), "replaced": len(self.replaced)}
+
+    # -- sink mode --------------------------------------------------------------------
+
+    def run(self, max_seconds: float | None = None, check_interval_s: float = 0.5) -> bool:
+        """Sink mode: supervise the readers until the stream finishes (available-now: all
+        acknowledged), :meth:`stop` or ``max_seconds``. Returns True when finished."""
+        if self.sink is None:
+            raise ValueError("run() needs a sink; without one, iterate the stream")
+        self.start()
+        deadline = None if max_seconds is None else time.monotonic() + max_seconds
+        while not self._stop.is_set():
+            if deadline is not None and time.monotonic() > deadline:
+                return False
+            self._supervise(check_interval_s)
+            if self.available_now and self.status()["finished"]:
+                return True
+        return False
+
+    def _supervise(self, timeout_s: float) -> None:
+        pings = {ray_id: actor.ping.remote() for ray_id, actor in self.readers.items()}
+        ready, _ = ray.wait(list(pings.values()), num_returns=len(pings), timeout=timeout_s)
+        done = set(ready)
+        for reader_id, ref in pings.items():
+            if ref not in done:
+                continue  # busy or still starting: asked again next round
+            try:
+                ray.get(ref)
+            except RayActorError:
+                self._replace(reader_id)
+
+    # -- driver mode ------------------------------------------------------------------
+
+    def __iter__(self) -> Iterator[RayStreamItem]:
+        """Driver mode: the stream's items; ack each once the sink has it."""
+        if self.sink is not None:
+            raise ValueError("this stream has a sink; call run() instead of iterating")
+        self.start()
+        polls: dict[Any, tuple[str, float]] = {}
+
+        def submit(reader_id: str) -> None:
+            ref = self.readers[reader_id].poll.remote()
+            polls[ref] = (reader_id, time.monotonic())
+
+        for reader_id in list(self.readers):
+            submit(reader_id)
+        drained_at: float | None = None
+        idle_since: dict[str, float] = {}
+        last_status = 0.0
+        while not self._stop.is_set():
+            ready, _ = ray.wait(list(polls), num_returns=1, timeout=0.5)
+            for ref in ready:
+                reader_id, submitted = polls.pop(ref)
+                try:
+                    items, idle = ray.get(ref)
+                except RayActorError:
+                    idle_since.pop(reader_id, None)
+                    submit(self._replace(reader_id))
+                    continue
+                if idle:
+                    idle_since[reader_id] = submitted
+                else:
+                    idle_since.pop(reader_id, None)
+                for batch, split, consumed, last in items:
+                    if last and not batch.num_rows:
+                        self._ack(split.split_id, None)
+                        continue
+                    self.rows += batch.num_rows
+                    yield RayStreamItem(batch, split, consumed, last, reader_id, self._ack)
+                    if self._stop.is_set():
+                        return
+                if reader_id in self.readers:
+                    submit(reader_id)
+            if self.available_now and time.monotonic() - last_status > 0.2:
+                last_status = time.monotonic()
+                if drained_at is None and self.status()["drained"]:
+                    drained_at = time.monotonic()
+                if drained_at is not None and all(
+                        idle_since.get(r, -1.0) > drained_at for r in self.readers):
+                    return
+
+    # -- shutdown ---------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop the readers, write the final checkpoint, end the actors."""
+        if self._closed or not self._started:
+            self._closed = True
+            return
+        self._closed = True
+        self._stop.set()
+        stops = [actor.stop.remote() for actor in self.readers.values()]
+        ray.wait(stops, num_returns=len(stops), timeout=15)
+        try:
+            ray.get(self.enumerator.close.remote(), timeout=60)
+        finally:
+            for actor in self.readers.values():
+                ray.kill(actor)
+            ray.kill(self.enumerator)
+
+
+def stream(table: str, catalog: str | Catalog | None = None,
+           options: Mapping[str, Any] | None = None, checkpoint: str | None = None,
+           num_readers: int = 2, sink: Sink | None = None, **kwargs: Any) -> RayStream:
+    """A started :class:`RayStream` (use as a context manager). Runs on the driver.
+
+    Without ``sink`` iterate it and ack items; with ``sink`` call :meth:`RayStream.run`.
+    """
+    s = RayStream(table, catalog=catalog, options=options, checkpoint=checkpoint,
+                  num_readers=num_readers, sink=sink, **kwargs)
+    s.start()
+    return s
