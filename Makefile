@@ -15,11 +15,13 @@ demo: setup
 
 # The default test run (CI): everything except tests marked slow.
 test: setup
-	uv run pytest -m "not slow" -q
+	-bash scripts/ensure-postgres.sh
+	RAY_ENABLE_UV_RUN_RUNTIME_ENV=0 uv run pytest -m "not slow" -q -p no:cacheprovider
 
 # Long fault campaigns and scale tests.
 test-slow: setup
-	uv run pytest -m slow -q
+	-bash scripts/ensure-postgres.sh
+	RAY_ENABLE_UV_RUN_RUNTIME_ENV=0 uv run pytest -m slow -q -p no:cacheprovider
 
 lint: setup
 	uv run ruff check icefloe tests benchmarks

@@ -57,6 +57,8 @@ OPTION_TABLE: dict[str, tuple[tuple[str, ...], tuple[Mode, ...]]] = {
     "metadataColumns": ((), _BOTH),
     "preserveOrder": ((), _BOTH),
     "catalog": ((), _BOTH),
+    "maxAttempts": ((), _BOTH),
+    "retryBackoffMs": ((), _BOTH),
 }
 # `start-snapshot-id` means startSnapshotId (exclusive) in a bounded read and
 # startingVersion in a stream: it is resolved when the mode is known.
@@ -179,6 +181,8 @@ class SourceOptions:
     metadata_columns: tuple[str, ...] = ()
     preserve_order: bool = True
     catalog_name: str | None = None
+    max_attempts: int = 4
+    retry_backoff_ms: int = 200
     catalog_properties: tuple[tuple[str, str], ...] = ()
     given: frozenset[str] = field(default_factory=frozenset)
     """Canonical names of the options the user set (defaults are not in it)."""
@@ -250,7 +254,7 @@ class SourceOptions:
                           "failOnDataLoss", "caseSensitive", "preserveOrder",
                           "followRenames"):
                 out[_field_name(name)] = _parse_bool(name, value)
-            elif name in ("pollIntervalMs", "initialDelayMs"):
+            elif name in ("pollIntervalMs", "initialDelayMs", "retryBackoffMs"):
                 out[_field_name(name)] = _parse_int(name, value, minimum=0)
             elif name in ("batchSize", "splitSize", "splitOpenFileCost") or name.startswith("max"):
                 out[_field_name(name)] = _parse_int(name, value, minimum=1)

@@ -33,6 +33,7 @@ from icefloe.errors import (
     TableReplacedError,
 )
 from icefloe.options import SourceOptions
+from icefloe.retry import RetryPolicy, call_with_retry
 from icefloe.splits.split import FileSplit
 from icefloe.state.position import Phase, Position
 
@@ -147,8 +148,14 @@ class ContinuousEnumerator:
     # -- table state ---------------------------------------------------------------
 
     def refresh(self) -> None:
-        """Reload the table metadata from the catalog."""
-        self.handle.refresh()
+        """Reload the table metadata from the catalog.
+
+        Transient failures (catalog unreachable, I/O errors) are retried with backoff per
+        the ``maxAttempts`` / ``retryBackoffMs`` options; after the last attempt the
+        error is raised (the metadata loaded before stays in place).
+        """
+        call_with_retry(self.handle.refresh, RetryPolicy.from_options(self.options),
+                        f"refresh of table {self.handle.identifier}")
 
     def head(self) -> Snapshot | None:
         """The head snapshot of the configured branch (None: the table has none yet)."""
@@ -288,7 +295,8 @@ class ContinuousEnumerator:
         return self._cursor
 
     def enumerate(self, position: Position, limits: Limits = UNLIMITED,
-                  until_snapshot_id: int | None = None) -> EnumerationResult:
+                  until_snapshot_id: int | None = None,
+                  stop_at: Position | None = None) -> EnumerationResult:
         """Items after ``position`` (exclusive), within ``limits``.
 
         Args:
@@ -296,11 +304,25 @@ class ContinuousEnumerator:
             limits: soft admission limits.
             until_snapshot_id: do not go past this snapshot (inclusive), e.g. the head
                 pinned by ``Trigger.AvailableNow``; None = the current head.
+            stop_at: stop when the position reaches this one (an end offset that an
+                earlier call returned: re-planning ``(position, stop_at]`` gives the same
+                items as then).
 
         Returns:
             The items and the position after them. An empty result (no new snapshot)
             has ``to_position == from_position``.
+
+        A failed call (e.g. a manifest read error) advances nothing: the planning cursor
+        is dropped, so calling again re-plans from ``position``.
         """
+        try:
+            return self._enumerate(position, limits, until_snapshot_id, stop_at)
+        except BaseException:
+            self._cursor = None  # its generator may be dead: never mistake it for "done"
+            raise
+
+    def _enumerate(self, position: Position, limits: Limits, until_snapshot_id: int | None,
+                   stop_at: Position | None) -> EnumerationResult:
         position, reset = self.validate(position)
         head = self.head()
         if until_snapshot_id is not None:
@@ -320,6 +342,8 @@ class ContinuousEnumerator:
         files = nbytes = rows = 0
         current = position
         for unit_index, (phase, snap, start) in enumerate(units):
+            if current == stop_at:
+                break
             if limits.max_snapshots is not None and unit_index >= limits.max_snapshots:
                 break
             if phase == "incremental" and decide(snap, self.options) is Action.SKIP:
@@ -335,7 +359,7 @@ class ContinuousEnumerator:
                 cursor.peeked = None
                 if split is None:
                     break
-                if not limits.admits(files, nbytes, rows, split):
+                if current == stop_at or not limits.admits(files, nbytes, rows, split):
                     cursor.peeked = split
                     stopped = True
                     break
@@ -344,7 +368,7 @@ class ContinuousEnumerator:
                 cursor.next_ordinal = split.ordinal + 1
                 current = Position(phase, snap.snapshot_id, snap.sequence_number,
                                    split.ordinal + 1)
-            if stopped:
+            if stopped or current == stop_at:
                 break
             self._cursor = None
             items.append(UnitEnd(phase, snap.snapshot_id, snap.sequence_number))

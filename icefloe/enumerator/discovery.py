@@ -5,6 +5,12 @@ filter's partition summaries); incremental discovery reads ONLY the manifests th
 snapshot itself added (``added_snapshot_id``), so its cost follows the size of the
 change, not of the table. Manifests are decoded on a small thread pool, in
 manifest-list order (results come back in order; at most ``lookahead`` in flight).
+
+Decoding skips what planning does not use: without a row filter, data manifests are
+read without the per-column stats maps (``column_sizes`` ... ``upper_bounds`` are left
+None on the entries, as Java's ``ManifestReader.select``); the maps' bytes are stepped
+over without building dicts. Delete manifests always keep their stats (position delete
+bounds on ``file_path`` narrow which data files a delete applies to).
 """
 
 from __future__ import annotations
@@ -13,8 +19,11 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import cache
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from pyiceberg.avro.decoder import BinaryDecoder, new_decoder
+from pyiceberg.avro.file import AvroFile
+from pyiceberg.avro.reader import BinaryReader, IntegerReader, MapReader, OptionReader, StructReader
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.expressions.parser import parse as parse_filter
 from pyiceberg.expressions.visitors import (
@@ -25,11 +34,16 @@ from pyiceberg.expressions.visitors import (
 )
 from pyiceberg.io import FileIO
 from pyiceberg.manifest import (
+    DEFAULT_READ_VERSION,
+    MANIFEST_ENTRY_SCHEMAS,
     DataFile,
+    DataFileContent,
+    FileFormat,
     ManifestContent,
     ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
+    _inherit_from_manifest,
 )
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata
@@ -64,7 +78,9 @@ class FilterEvaluators:
         self.metadata = metadata
         self.schema = schema
         self.case_sensitive = case_sensitive
-        self.row_filter: BooleanExpression = parse_filter(filter_text) if filter_text else AlwaysTrue()
+        self.row_filter: BooleanExpression = (
+            parse_filter(filter_text) if filter_text else AlwaysTrue()
+        )
         self.always_true = filter_text is None
         self._metrics = (
             None if self.always_true
@@ -104,14 +120,101 @@ class FilterEvaluators:
         return self.partition_ok(data_file.spec_id)(data_file) and self._metrics(data_file)
 
 
-def read_entries(io: FileIO, manifest: ManifestFile, snapshot_id: int) -> list[ManifestEntry]:
-    """All entries (live and deleted) of one manifest.
+# column_sizes, value_counts, null_value_counts, nan_value_counts, lower_bounds, upper_bounds
+STATS_FIELD_IDS = frozenset({108, 109, 110, 137, 125, 128})
+_ENTRY_SCHEMA = MANIFEST_ENTRY_SCHEMAS[DEFAULT_READ_VERSION]
+_DATA_FILE_FIELDS = _ENTRY_SCHEMA.find_field(2).field_type.fields  # type: ignore[attr-defined]
+_STATS_POSITIONS = frozenset(
+    pos for pos, f in enumerate(_DATA_FILE_FIELDS) if f.field_id in STATS_FIELD_IDS
+)
+_READ_TYPES: dict[int, Any] = {-1: ManifestEntry, 2: DataFile}
+_READ_ENUMS: dict[int, Any] = {0: ManifestEntryStatus, 101: FileFormat, 134: DataFileContent}
+
+
+def _stats_skipper(reader: Any) -> Callable[[BinaryDecoder], None]:
+    """A function that steps over one stats map's bytes (as ``reader`` would read them)
+    and returns None; int->long and int->bytes maps take the decoder's bulk calls."""
+    optional = isinstance(reader, OptionReader)
+    inner = reader.option if optional else reader
+    if not (isinstance(inner, MapReader) and isinstance(inner.key, IntegerReader)
+            and isinstance(inner.value, IntegerReader | BinaryReader)):
+        def skip_any(decoder: BinaryDecoder) -> None:
+            reader.skip(decoder)
+        return skip_any
+    int_values = isinstance(inner.value, IntegerReader)
+
+    def skip_map(decoder: BinaryDecoder) -> None:
+        if optional and decoder.read_int() == 0:
+            return
+        scratch: dict[int, bytes] = {}
+        count = decoder.read_int()
+        while count != 0:
+            if count < 0:
+                count = -count
+                decoder.skip_int()  # block size in bytes
+            if int_values:
+                decoder.read_ints(count * 2)
+            else:
+                decoder.read_int_bytes_dict(count, scratch)
+            count = decoder.read_int()
+    return skip_map
+
+
+def _drop_stats(entry_reader: Any) -> None:
+    """Make the data_file struct reader of ``entry_reader`` step over the stats maps."""
+    for _, child in entry_reader.field_readers:
+        if isinstance(child, StructReader) and child.create_struct is DataFile:
+            readers = dict(child.field_readers)
+            child._field_reader_functions = tuple(
+                (None, _stats_skipper(readers[pos])) if pos in _STATS_POSITIONS else (pos, fn)
+                for pos, fn in child._field_reader_functions
+            )
+            return
+
+
+def decode_entries(io: FileIO, manifest: ManifestFile, with_stats: bool = True
+                   ) -> list[ManifestEntry]:
+    """All entries (live and deleted) of one manifest, in file order, with inherited
+    sequence numbers and snapshot ids (as PyIceberg's ``fetch_manifest_entry``).
+
+    Args:
+        with_stats: False leaves the per-column stats maps of every data file None
+            (``STATS_FIELD_IDS``); everything else is decoded as PyIceberg does.
+    """
+    entries: list[ManifestEntry] = []
+    with AvroFile[ManifestEntry](io.new_input(manifest.manifest_path), _ENTRY_SCHEMA,
+                                 read_types=_READ_TYPES, read_enums=_READ_ENUMS) as avro:
+        if not with_stats:
+            _drop_stats(avro.reader)
+        read = avro.reader.read
+        decoder = avro.decoder
+        codec = avro.header.compression_codec()
+        sync = avro.header.sync
+        first = True
+        while True:  # the container's blocks, as AvroFile.__next__ (PyIceberg writes many)
+            try:
+                if not first and decoder.read(len(sync)) != sync:
+                    raise ValueError(f"bad sync marker in manifest {manifest.manifest_path}")
+                count = decoder.read_int()
+            except EOFError:
+                break
+            first = False
+            data = decoder.read_bytes()
+            block = new_decoder(codec.decompress(data) if codec else data)
+            for _ in range(count):
+                entries.append(_inherit_from_manifest(read(block), manifest))
+    return entries
+
+
+def read_entries(io: FileIO, manifest: ManifestFile, snapshot_id: int,
+                 with_stats: bool = True) -> list[ManifestEntry]:
+    """All entries (live and deleted) of one manifest (see :func:`decode_entries`).
 
     Raises:
         DataFileError: the manifest is missing or unreadable (names it and the snapshot).
     """
     try:
-        return manifest.fetch_manifest_entry(io, discard_deleted=False)
+        return decode_entries(io, manifest, with_stats)
     except Exception as exc:
         raise DataFileError(
             f"cannot read manifest {manifest.manifest_path} of snapshot {snapshot_id}: "
@@ -131,12 +234,16 @@ def snapshot_manifests(io: FileIO, snapshot: Snapshot) -> list[ManifestFile]:
 
 
 def live_entries(
-    io: FileIO, manifests: list[ManifestFile], snapshot_id: int, keep: Callable[[ManifestEntry], bool]
+    io: FileIO, manifests: list[ManifestFile], snapshot_id: int,
+    keep: Callable[[ManifestEntry], bool], with_stats: bool = True,
 ) -> Iterator[ManifestEntry]:
-    """Live (ADDED / EXISTING) entries of ``manifests`` that ``keep`` accepts, in order."""
+    """Live (ADDED / EXISTING) entries of ``manifests`` that ``keep`` accepts, in order.
+
+    ``with_stats=False`` leaves the data files' column stats None (see :func:`decode_entries`).
+    """
     def load(manifest: ManifestFile) -> list[ManifestEntry]:
         return [
-            e for e in read_entries(io, manifest, snapshot_id)
+            e for e in read_entries(io, manifest, snapshot_id, with_stats)
             if e.status != ManifestEntryStatus.DELETED and keep(e)
         ]
     for entries in ordered_map(load, manifests):

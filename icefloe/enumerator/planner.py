@@ -76,16 +76,28 @@ class TableSplitPlanner:
         seq = entry.sequence_number or INITIAL_SEQUENCE_NUMBER
         partition = partition_tuple(df.partition)
         applied = deletes.for_data_file(seq, df.file_path, df.spec_id, partition) if deletes else ()
-        fmt = df.file_format.name if hasattr(df.file_format, "name") else str(df.file_format)
-        ranges = byte_ranges(df.file_size_in_bytes, df.split_offsets, self.split_size)
+        file_format = df.file_format
+        fmt = file_format.name if hasattr(file_format, "name") else str(file_format)
+        path = df.file_path
+        size = df.file_size_in_bytes
+        if size <= self.split_size:  # one range: what byte_ranges returns, without the call
+            return [FileSplit(
+                split_id=make_split_id(snapshot_id, path, 0, size),
+                file_path=path, file_format=fmt, start=0, length=size,
+                record_count=df.record_count, file_size=size,
+                file_record_count=df.record_count, spec_id=df.spec_id, partition=partition,
+                snapshot_id=snapshot_id, sequence_number=seq, ordinal=first_ordinal,
+                delete_files=applied,
+            )]
+        ranges = byte_ranges(size, df.split_offsets, self.split_size)
         out = []
         for i, (start, length) in enumerate(ranges):
             records = df.record_count if len(ranges) == 1 else \
-                max(1, df.record_count * length // max(df.file_size_in_bytes, 1))
+                max(1, df.record_count * length // max(size, 1))
             out.append(FileSplit(
-                split_id=make_split_id(snapshot_id, df.file_path, start, length),
-                file_path=df.file_path, file_format=fmt, start=start, length=length,
-                record_count=records, file_size=df.file_size_in_bytes,
+                split_id=make_split_id(snapshot_id, path, start, length),
+                file_path=path, file_format=fmt, start=start, length=length,
+                record_count=records, file_size=size,
                 file_record_count=df.record_count, spec_id=df.spec_id, partition=partition,
                 snapshot_id=snapshot_id, sequence_number=seq, ordinal=first_ordinal + i,
                 delete_files=applied,
@@ -111,8 +123,10 @@ class TableSplitPlanner:
             and self.filters.manifest_ok(m.partition_spec_id)(m)
         ]
         ordinal = 0
+        # stats are only read by the metrics filter: without a filter, skip decoding them
         for entry in live_entries(self.io, data, snapshot.snapshot_id,
-                                  lambda e: self.filters.file_ok(e.data_file)):
+                                  lambda e: self.filters.file_ok(e.data_file),
+                                  with_stats=not self.filters.always_true):
             for split in self._entry_splits(entry, snapshot.snapshot_id, ordinal, deletes):
                 if split.ordinal >= start_ordinal:
                     yield split

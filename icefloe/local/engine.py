@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from icefloe.reader.context import ReadContext
 from icefloe.reader.split_reader import SplitReader
+from icefloe.retry import NO_RETRY, RetryPolicy, is_transient
 from icefloe.splits.split import FileSplit
 
 log = logging.getLogger(__name__)
@@ -55,13 +56,20 @@ def read_splits(
     preserve_order: bool = True,
     queue_batches: int = 4,
     reader_factory: Callable[[ReadContext], SplitReader] = SplitReader,
+    retry: RetryPolicy = NO_RETRY,
 ) -> Iterator[SplitBatch]:
     """Read ``splits`` on ``parallelism`` threads; yield every batch as a :class:`SplitBatch`.
 
     Every split yields at least one item (the last, possibly empty), so a consumer can
     track split completion. Closing the iterator stops the readers. A reader error is
     raised from the iterator (in split order when ``preserve_order``).
+
+    A transient read error (:func:`icefloe.retry.is_transient`) re-reads the split from
+    the last consumed record offset, after ``retry``'s backoff, so no row is delivered
+    twice or skipped; ``retry.max_attempts`` consecutive failures without progress
+    raise the last error. The default never retries.
     """
+    policy = retry
     if parallelism < 1:
         raise ValueError(f"parallelism must be >= 1, got {parallelism}")
     source = iter(splits)
@@ -124,14 +132,33 @@ def read_splits(
                 held: pa.RecordBatch | None = None
                 held_consumed = split.resume_rows
                 final = split.resume_rows
-                for batch, consumed in reader.read_progress(split):
-                    final = consumed
-                    if not batch.num_rows:
-                        continue
-                    if held is not None and not put(
-                            out, SplitBatch(split, held, held_consumed, False)):
-                        return
-                    held, held_consumed = batch, consumed
+                attempt = 1
+                while True:
+                    # a transient failure re-reads the split from the last consumed offset:
+                    # records before ``final`` were delivered, held or filtered out
+                    resumed = split if final == split.resume_rows else split.with_position(final)
+                    try:
+                        for batch, consumed in reader.read_progress(resumed):
+                            if consumed > final:
+                                attempt = 1  # progress: count consecutive failures only
+                            final = consumed
+                            if not batch.num_rows:
+                                continue
+                            if held is not None and not put(
+                                    out, SplitBatch(split, held, held_consumed, False)):
+                                return
+                            held, held_consumed = batch, consumed
+                        break
+                    except Exception as exc:
+                        if stop.is_set() or not is_transient(exc) \
+                                or attempt >= policy.max_attempts:
+                            raise
+                        log.warning("reading split %s failed (attempt %d of %d); re-reading "
+                                    "from record %d: %s: %s", split.split_id, attempt,
+                                    policy.max_attempts, final, type(exc).__name__, exc)
+                        if stop.wait(policy.delay_s(attempt)):
+                            return
+                        attempt += 1
                 last = held if held is not None else pa.RecordBatch.from_pylist(
                     [], schema=context.arrow_schema)
                 if not put(out, SplitBatch(split, last, final, True)):

@@ -17,6 +17,7 @@ crash, a restart re-delivers only what was not acknowledged (at least once).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import queue
@@ -33,6 +34,7 @@ from icefloe.enumerator.continuous import ContinuousEnumerator, Limits, UnitEnd
 from icefloe.errors import StreamClosedError, TableReplacedError
 from icefloe.local.engine import SplitBatch, read_splits
 from icefloe.reader.context import ReadContext
+from icefloe.retry import RetryPolicy, call_with_retry
 from icefloe.splits.split import FileSplit
 from icefloe.state import AckTracker, Checkpoint, open_store, plan_fingerprint, validate_for
 from icefloe.state.position import Phase, Position
@@ -148,6 +150,7 @@ class LocalStream:
         self.available_now = available_now
         self.checkpoint_interval_s = checkpoint_interval_s
         self.stats = Stats()
+        self.retry = RetryPolicy.from_options(self.options)
         self.lag = Lag()
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -174,6 +177,7 @@ class LocalStream:
         if self._started:
             return
         self._started = True
+        self._last_write = time.monotonic()
         handle = self.source.handle
         opts = self.options
         self.enumerator = ContinuousEnumerator(handle, opts)
@@ -202,6 +206,10 @@ class LocalStream:
             position = self.enumerator.initial_position()
             log.info("starting %s at %s", handle.identifier, position.describe())
         self.tracker = AckTracker(position, skip, offsets)
+        if ckpt is None:
+            # make the resolved start durable: a restart must not resolve `latest` anew
+            self._dirty = True
+            self.write_checkpoint()
         schema = handle.metadata.schema()
         self.context = ReadContext.create(handle.metadata, handle.io, schema, opts)
         self._pinned_head: int | None = None
@@ -212,7 +220,7 @@ class LocalStream:
                                         name="icefloe-enumerator", daemon=True)
         self._thread.start()
         self._engine = read_splits(self._split_source(), self.context, self.parallelism,
-                                   preserve_order=True)
+                                   preserve_order=True, retry=self.retry)
 
     def close(self) -> None:
         """Stop the threads and write a final checkpoint of everything acknowledged."""
@@ -250,9 +258,13 @@ class LocalStream:
             first = True
             while not self._stop.is_set():
                 if not first:
-                    self.enumerator.refresh()
+                    self.enumerator.refresh()  # retries transient faults itself
                 first = False
-                result = self.enumerator.enumerate(position, limits, self._pinned_head)
+                result = call_with_retry(
+                    functools.partial(self.enumerator.enumerate, position, limits,
+                                      self._pinned_head),
+                    self.retry, f"enumeration of {self.source.handle.identifier}",
+                    sleep=self._wait)
                 if result.reset:
                     self._reset(result.from_position)
                 commit_hash = self.enumerator.handle.commit_hash

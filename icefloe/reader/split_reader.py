@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -42,6 +43,29 @@ def _row_group_start(rg: Any) -> int:
     return int(min(offsets))
 
 
+_PLAN_CACHE_SIZE = 64
+# below this many bytes a split decodes on the calling thread: for small files Arrow's
+# per-column thread tasks cost more than they save (the engine already runs readers in parallel)
+_THREADED_DECODE_BYTES = 1024 * 1024
+
+
+@dataclass
+class _FilePlan:
+    """How to project the files of one Arrow schema (cached per reader; see ``_file_plan``).
+
+    ``direct_schema`` is learned on the first batch: the schema ``_to_requested_schema``
+    produced when that equalled the batch's own schema (then later batches only relabel
+    their columns with it: same names, types and order), else None (always convert).
+    """
+
+    read_schema: Schema
+    file_project: Schema
+    columns: list[str]
+    missing_ids: frozenset[int]
+    direct_schema: pa.Schema | None = None
+    direct_checked: bool = False
+
+
 class SplitReader:
     """Reads splits of one plan. One instance per worker thread (it caches delete files).
 
@@ -58,6 +82,7 @@ class SplitReader:
             else expression_to_pyarrow(context.bound_filter, context.schema)
         )
         self._out_names = [f.name for f in context.projected_schema.fields]
+        self._plans: dict[tuple[bytes, frozenset[int]], _FilePlan] = {}
 
     def read(self, split: FileSplit) -> Iterator[pa.RecordBatch]:
         """Non-empty batches of ``split`` (from ``split.resume_rows`` on)."""
@@ -80,11 +105,38 @@ class SplitReader:
                 f"({type(exc).__name__}: {exc}); the file is missing or corrupt"
             ) from exc
 
-    def _missing_values(self, split: FileSplit, read_schema: Schema,
-                        file_ids: set[int]) -> dict[int, Any]:
+    def _file_plan(self, arrow_schema: pa.Schema, eq_ids: frozenset[int]) -> _FilePlan:
+        """The projection of files with ``arrow_schema`` (field ids included in the key:
+        all files of one write job share it, so per-file schema conversion runs once)."""
+        key = (arrow_schema.serialize().to_pybytes(), eq_ids)
+        plan = self._plans.get(key)
+        if plan is not None:
+            return plan
+        ctx = self.context
+        file_schema = pyarrow_to_schema(
+            arrow_schema, ctx.name_mapping,
+            downcast_ns_timestamp_to_us=ctx.format_version <= 2,
+            format_version=ctx.format_version,  # type: ignore[arg-type]
+        )
+        read_schema = ctx.read_schema(eq_ids)
+        read_ids = {
+            fid for fid in read_schema.field_ids
+            if not isinstance(read_schema.find_type(fid), MapType | ListType)
+        }
+        file_project = prune_columns(file_schema, read_ids, select_full_types=False)
+        plan = _FilePlan(
+            read_schema=read_schema, file_project=file_project,
+            columns=[c.name for c in file_project.columns],
+            missing_ids=frozenset(set(read_schema.field_ids) - set(file_schema.field_ids)),
+        )
+        if len(self._plans) >= _PLAN_CACHE_SIZE:
+            self._plans.clear()
+        self._plans[key] = plan
+        return plan
+
+    def _missing_values(self, split: FileSplit, missing: frozenset[int]) -> dict[int, Any]:
         """Identity-partition values for columns absent from the file (once per split)."""
         spec = self.context.specs.get(split.spec_id)
-        missing = set(read_schema.field_ids) - file_ids
         if not missing or spec is None:
             return {}
         values: dict[int, Any] = {}
@@ -127,21 +179,10 @@ class SplitReader:
             if split.is_whole_file or split.start <= _row_group_start(rg) < split.end:
                 groups.append((i, position, rg.num_rows))
             position += rg.num_rows
-        file_schema = pyarrow_to_schema(
-            pf.schema_arrow, ctx.name_mapping,
-            downcast_ns_timestamp_to_us=ctx.format_version <= 2,
-            format_version=ctx.format_version,  # type: ignore[arg-type]
-        )
         equality = self.deletes.equality_sets(split)
         eq_ids = frozenset(i for ids, _ in equality for i in ids)
-        read_schema = ctx.read_schema(eq_ids)
-        read_ids = {
-            fid for fid in read_schema.field_ids
-            if not isinstance(read_schema.find_type(fid), MapType | ListType)
-        }
-        file_project = prune_columns(file_schema, read_ids, select_full_types=False)
-        columns = [c.name for c in file_project.columns]
-        missing = self._missing_values(split, read_schema, set(file_schema.field_ids))
+        plan = self._file_plan(pf.schema_arrow, eq_ids)
+        missing = self._missing_values(split, plan.missing_ids)
         deleted = self.deletes.deleted_positions(split)
 
         consumed = split.resume_rows
@@ -159,7 +200,8 @@ class SplitReader:
             return
         pos = first_position
         for raw in pf.iter_batches(batch_size=ctx.batch_size, row_groups=selected,
-                                   columns=columns, use_threads=True):
+                                   columns=plan.columns,
+                                   use_threads=split.length >= _THREADED_DECODE_BYTES):
             n = raw.num_rows
             if skip:
                 if skip >= n:
@@ -170,24 +212,36 @@ class SplitReader:
                 pos += skip
                 n -= skip
                 skip = 0
-            batch = self._process(raw, pos, split, read_schema, file_project, missing,
-                                  deleted, equality)
+            batch = self._process(raw, pos, split, plan, missing, deleted, equality)
             pos += n
             consumed += n
             yield batch, consumed
 
-    def _process(self, raw: pa.RecordBatch, first_pos: int, split: FileSplit,
-                 read_schema: Schema, file_project: Schema, missing: dict[int, Any],
-                 deleted: np.ndarray | None,
-                 equality: list[tuple[tuple[int, ...], pa.Table]]) -> pa.RecordBatch:
+    def _project(self, raw: pa.RecordBatch, plan: _FilePlan,
+                 missing: dict[int, Any]) -> pa.RecordBatch:
+        """``raw`` in the read schema; a relabel only when the projection is the identity."""
+        if plan.direct_schema is not None and not missing:
+            return pa.RecordBatch.from_arrays(raw.columns, schema=plan.direct_schema)
         ctx = self.context
-        n = raw.num_rows
         batch = _to_requested_schema(
-            read_schema, file_project, raw,
+            plan.read_schema, plan.file_project, raw,
             downcast_ns_timestamp_to_us=ctx.format_version <= 2,
             projected_missing_fields=missing,
             allow_timestamp_tz_mismatch=True,
         )
+        if not plan.direct_checked and not plan.missing_ids:
+            plan.direct_checked = True
+            if batch.schema.equals(raw.schema, check_metadata=False):
+                plan.direct_schema = batch.schema
+        return batch
+
+    def _process(self, raw: pa.RecordBatch, first_pos: int, split: FileSplit,
+                 plan: _FilePlan, missing: dict[int, Any], deleted: np.ndarray | None,
+                 equality: list[tuple[tuple[int, ...], pa.Table]]) -> pa.RecordBatch:
+        ctx = self.context
+        n = raw.num_rows
+        read_schema = plan.read_schema
+        batch = self._project(raw, plan, missing)
         positions: np.ndarray | None = None
         keep: np.ndarray | None = None
         if deleted is not None:

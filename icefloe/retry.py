@@ -1,0 +1,129 @@
+"""Retrying transient faults with capped exponential backoff.
+
+Used at exactly two places: the local engine re-reads a split whose read failed
+transiently from the last consumed record offset (never re-delivering or skipping
+rows), and the local stream's enumeration loop retries catalog refreshes and
+planning (manifest reads). Everything else fails fast.
+
+Transient (worth retrying): ``OSError`` (which includes ``ConnectionError`` and
+``TimeoutError``) except the ones that do not heal by waiting (file missing, permission
+denied, is-a-directory); icefloe's :class:`CatalogError` except
+:class:`CatalogAuthError`, :class:`TableNotFoundError` and :class:`RefNotFoundError`;
+a :class:`DataFileError` whose cause chain holds a transient ``OSError``.
+Everything else (corrupt data, policy failures, lineage errors, bugs) is permanent.
+
+After ``max_attempts`` attempts the last error is raised unchanged, so the caller
+sees the same typed error it would have seen without retrying.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
+
+from icefloe.errors import (
+    CatalogAuthError,
+    CatalogError,
+    DataFileError,
+    RefNotFoundError,
+    TableNotFoundError,
+)
+
+if TYPE_CHECKING:
+    from icefloe.options import SourceOptions
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+_PERMANENT_OS_ERRORS = (FileNotFoundError, PermissionError, IsADirectoryError,
+                        NotADirectoryError)
+_PERMANENT_CATALOG_ERRORS = (CatalogAuthError, TableNotFoundError, RefNotFoundError)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How often and how patiently to retry a transient fault.
+
+    Attributes:
+        max_attempts: total attempts including the first (1 = never retry).
+        backoff_ms: wait before the second attempt; doubled before each later one.
+        max_backoff_ms: cap of a single wait.
+    """
+
+    max_attempts: int = 4
+    backoff_ms: int = 200
+    max_backoff_ms: int = 10_000
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError(f"max_attempts must be >= 1, got {self.max_attempts}")
+        if self.backoff_ms < 0 or self.max_backoff_ms < 0:
+            raise ValueError("backoff_ms and max_backoff_ms must be >= 0")
+
+    @classmethod
+    def from_options(cls, options: SourceOptions) -> RetryPolicy:
+        """The policy of the ``maxAttempts`` / ``retryBackoffMs`` options."""
+        return cls(max_attempts=options.max_attempts, backoff_ms=options.retry_backoff_ms,
+                   max_backoff_ms=max(options.retry_backoff_ms, 10_000))
+
+    def delay_s(self, attempt: int) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
+        return min(self.backoff_ms * 2 ** (attempt - 1), self.max_backoff_ms) / 1000
+
+
+NO_RETRY = RetryPolicy(max_attempts=1, backoff_ms=0)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether ``exc`` may go away by itself (see the module docstring for the rule)."""
+    if isinstance(exc, _PERMANENT_OS_ERRORS + _PERMANENT_CATALOG_ERRORS):
+        return False
+    if isinstance(exc, (OSError, CatalogError)):
+        return True
+    if isinstance(exc, DataFileError):
+        cause = exc.__cause__
+        seen = 0
+        while cause is not None and seen < 8:  # bounded walk of the cause chain
+            if isinstance(cause, _PERMANENT_OS_ERRORS):
+                return False
+            if isinstance(cause, OSError):
+                return True
+            cause, seen = cause.__cause__, seen + 1
+    return False
+
+
+def call_with_retry(fn: Callable[[], T], policy: RetryPolicy, what: str,
+                    sleep: Callable[[float], object] = time.sleep) -> T:
+    """Call ``fn`` until it succeeds, retrying transient errors per ``policy``.
+
+    Args:
+        fn: the call; it must be safe to repeat (idempotent or restartable).
+        policy: attempts and backoff.
+        what: what the call does, for log lines ("refresh table db.events").
+        sleep: the waiting function (tests pass a fake clock).
+
+    Returns:
+        ``fn()``'s result.
+
+    Raises:
+        The first permanent error at once, or the last transient error after
+        ``policy.max_attempts`` attempts (unchanged, with its type).
+    """
+    attempt = 1
+    while True:
+        try:
+            return fn()
+        except Exception as exc:
+            if not is_transient(exc) or attempt >= policy.max_attempts:
+                if attempt > 1:
+                    log.error("%s failed after %d attempts: %s: %s", what, attempt,
+                              type(exc).__name__, exc)
+                raise
+            delay = policy.delay_s(attempt)
+            log.warning("%s failed (attempt %d of %d), retrying in %.2fs: %s: %s", what,
+                        attempt, policy.max_attempts, delay, type(exc).__name__, exc)
+            sleep(delay)
+            attempt += 1

@@ -1,0 +1,150 @@
+"""Entry points of the Spark adapter: register, session, read, backfill. Run on the driver."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pyiceberg.catalog import Catalog
+from pyspark.sql import DataFrame, SparkSession
+
+from icefloe.errors import EngineError
+from icefloe.spark.datasource import SOURCE_NAME, IcefloeDataSource
+
+log = logging.getLogger(__name__)
+
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+"""PySpark refuses a reader with ``pushFilters`` unless this is true (default false)."""
+
+_CATALOG_TYPES = {
+    "SqlCatalog": "sql",
+    "RestCatalog": "rest",
+    "HiveCatalog": "hive",
+    "GlueCatalog": "glue",
+    "DynamoDbCatalog": "dynamodb",
+    "BigQueryMetastoreCatalog": "bigquery",
+}
+
+
+def register(spark: SparkSession) -> None:
+    """Register the ``icefloe`` format with ``spark`` and enable Python filter pushdown.
+
+    Safe to call again. Turning ``spark.sql.python.filterPushdown.enabled`` off afterwards
+    makes PySpark refuse the source (DATA_SOURCE_PUSHDOWN_DISABLED).
+    """
+    spark.dataSource.register(IcefloeDataSource)
+    spark.conf.set(PUSHDOWN_CONF, "true")
+
+
+def session(master: str = "local[2]", app_name: str = "icefloe",
+            config: Mapping[str, str] | None = None, preload: bool = True) -> SparkSession:
+    """A SparkSession (created, or the running one) whose Python workers run this interpreter.
+
+    Sets ``PYSPARK_PYTHON`` and ``PYSPARK_DRIVER_PYTHON`` to ``sys.executable`` (so executors
+    import the same icefloe), and small-footprint defaults: 1 GiB driver memory, 2 shuffle
+    partitions, no UI. With ``preload``, Python workers fork from
+    :mod:`icefloe.spark.daemon`, which has imported icefloe already (saves seconds per
+    worker; needs icefloe in every worker's interpreter, which this session guarantees on
+    one machine). ``config`` overrides all of these. The ``icefloe`` format is registered.
+    """
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    settings = {
+        "spark.driver.memory": "1g",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        PUSHDOWN_CONF: "true",
+        **({"spark.python.daemon.module": "icefloe.spark.daemon"} if preload else {}),
+        **(config or {}),
+    }
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    register(spark)
+    return spark
+
+
+def _option_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def catalog_options(catalog: str | Catalog | None) -> dict[str, str]:
+    """Spark options naming ``catalog``: its name, plus ``catalog.<prop>`` for an object.
+
+    A ``Catalog`` object cannot travel through Spark options, so it is re-opened on the
+    driver from its name and properties (which may hold credentials: Spark redacts option
+    values whose key matches ``spark.redaction.regex``).
+
+    Raises:
+        EngineError: a catalog object of a type icefloe cannot re-open by properties.
+    """
+    if catalog is None:
+        return {}
+    if isinstance(catalog, str):
+        return {"catalog": catalog}
+    props = {f"catalog.{k}": str(v) for k, v in catalog.properties.items()}
+    if "catalog.type" not in props and "catalog.py-catalog-impl" not in props:
+        kind = _CATALOG_TYPES.get(type(catalog).__name__)
+        if kind is None:
+            raise EngineError(
+                f"cannot pass a {type(catalog).__name__} to Spark; configure it in "
+                "~/.pyiceberg.yaml and pass its name, or pass catalog.<prop> options"
+            )
+        props["catalog.type"] = kind
+    return {"catalog": catalog.name, **props}
+
+
+def read(spark: SparkSession, table: str, catalog: str | Catalog | None = None,
+         options: Mapping[str, Any] | None = None) -> DataFrame:
+    """``spark.read.format("icefloe")`` over ``table`` with ``options`` (registers the format).
+
+    Raises:
+        AnalysisException: wrapping ``InvalidOptionError`` (class name and option name in
+            the message) for a bad option, or the catalog / snapshot error.
+    """
+    register(spark)
+    merged = {**catalog_options(catalog),
+              **{k: _option_text(v) for k, v in (options or {}).items() if v is not None}}
+    return spark.read.format(SOURCE_NAME).options(**merged).load(table)
+
+
+@dataclass(frozen=True)
+class BackfillResult:
+    """What a backfill wrote: ``rows`` rows in ``files`` Parquet files under ``path``."""
+
+    path: str
+    rows: int
+    files: int
+
+
+def backfill(table: str, catalog: str | Catalog | None = None,
+             options: Mapping[str, Any] | None = None, to: str = "icefloe-backfill",
+             master: str | None = None, *, mode: str = "errorifexists") -> BackfillResult:
+    """Read ``table`` (a bounded read with ``options``) on Spark and write it as Parquet to ``to``.
+
+    Uses the running SparkSession if there is one, else starts one on ``master``
+    (default ``local[*]``) and stops it afterwards. ``mode`` is Spark's save mode.
+    """
+    running = SparkSession.getActiveSession()
+    spark = running if running is not None else session(master or "local[*]", "icefloe-backfill")
+    try:
+        df = read(spark, table, catalog=catalog, options=options)
+        df.write.mode(mode).parquet(to)
+        written = spark.read.parquet(to)
+        result = BackfillResult(path=to, rows=written.count(), files=len(written.inputFiles()))
+        log.info("backfilled %s: %d rows in %d files under %s", table, result.rows,
+                 result.files, to)
+        return result
+    finally:
+        if running is None:
+            spark.stop()

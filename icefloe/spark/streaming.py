@@ -1,0 +1,235 @@
+"""Spark Structured Streaming: icefloe's continuous enumerator as a DataSourceStreamReader.
+
+Who runs what:
+
+- ``initialOffset`` / ``latestOffset`` / ``partitions`` / ``commit`` /
+  ``prepareForTriggerAvailableNow`` / ``reportLatestOffset``: the driver (Spark's
+  streaming source runner). The table handle and the enumerator live there only.
+- ``read``: executors, through the same module-level read function as batch reads.
+
+Offsets are the enumerator :class:`~icefloe.state.position.Position` plus the table
+identity, as a small versioned dict of strings and integers in a fixed key order
+(Spark compares offsets as JSON strings): the same table state gives byte-identical
+offsets in any driver process. Spark's checkpoint holds them; icefloe keeps no state
+of its own, so Spark's commit log gives exactly-once with an idempotent sink.
+``partitions(start, end)`` re-plans ``(start, end]`` deterministically from immutable
+manifests, so a restarted driver produces the same partitions for the same offsets.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxBytes,
+    ReadMaxFiles,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from icefloe.errors import InvalidOptionError
+
+log = logging.getLogger(__name__)
+
+OFFSET_VERSION = 1
+
+
+def position_to_offset(position: Any, identity: str) -> dict[str, Any]:
+    """The canonical offset dict of ``position`` (fixed key order, no floats, no nulls)."""
+    return {
+        "v": OFFSET_VERSION,
+        "table": identity,
+        "phase": position.phase,
+        "snapshot": "" if position.snapshot_id is None else str(position.snapshot_id),
+        "seq": int(position.sequence_number),
+        "ordinal": -1 if position.next_ordinal is None else int(position.next_ordinal),
+    }
+
+
+def offset_to_position(offset: dict[str, Any]) -> Any:
+    """Inverse of :func:`position_to_offset` (any offset version ever written)."""
+    from icefloe.state.position import Position
+
+    version = offset.get("v")
+    if version != OFFSET_VERSION:
+        raise InvalidOptionError(
+            "offset", f"offset version {version!r} is not readable by this icefloe (reads "
+            f"{OFFSET_VERSION}); was the query's checkpoint written by a newer icefloe?")
+    snapshot = offset["snapshot"]
+    return Position(
+        offset["phase"], int(snapshot) if snapshot else None, int(offset["seq"]),
+        None if offset["ordinal"] < 0 else int(offset["ordinal"]),
+    )
+
+
+class IcefloeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batch reads of one table's branch. Picklable: options and bytes only.
+
+    Args:
+        table: table identifier.
+        options: icefloe options (icefloe spelling), checked for continuous mode.
+        schema: the DataFrame schema.
+    """
+
+    def __init__(self, table: str, options: dict[str, str], schema: StructType) -> None:
+        from icefloe.options import SourceOptions
+
+        self.table = table
+        self.options = dict(options)
+        self.schema_json = schema.json()
+        SourceOptions.parse(self.options).for_mode("continuous")
+        self._driver: Any = None
+        self._pinned: int | None = None
+        self.context_bytes = self._state().context_bytes
+
+    # -- driver-side state --------------------------------------------------------
+
+    def _state(self) -> Any:
+        if self._driver is None:
+            self._driver = _DriverState(self.table, self.options)
+        return self._driver
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_driver"] = None  # catalog, table handle, enumerator stay on the driver
+        return state
+
+    # -- offsets ------------------------------------------------------------------
+
+    def initialOffset(self) -> dict[str, Any]:  # noqa: N802 - Spark's name
+        """The resolved starting strategy on the branch (driver)."""
+        driver = self._state()
+        return position_to_offset(driver.enumerator.initial_position(), driver.identity())
+
+    def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802
+        """The first of maxFilesPerTrigger / maxBytesPerTrigger / maxRowsPerTrigger set."""
+        opts = self._state().options
+        if opts.max_files_per_trigger is not None:
+            return ReadMaxFiles(opts.max_files_per_trigger)
+        if opts.max_bytes_per_trigger is not None:
+            return ReadMaxBytes(opts.max_bytes_per_trigger)
+        if opts.max_rows_per_trigger is not None:
+            return ReadMaxRows(opts.max_rows_per_trigger)
+        return ReadAllAvailable()
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:  # noqa: N802
+        """The end offset of the next micro-batch from ``start`` within ``limit`` (driver).
+
+        ``ReadAllAvailable`` ignores the options' limits (Spark's contract); any other
+        limit is combined with the limits the options set. Soft: one split always fits.
+
+        Raises:
+            SnapshotPolicyError / LineageError: per the policy and lineage options.
+        """
+        from icefloe.enumerator.continuous import Limits
+
+        driver = self._state()
+        driver.enumerator.refresh()
+        driver.enumerator.identity = start["table"]
+        if isinstance(limit, ReadAllAvailable):
+            limits = Limits()
+        else:
+            opts = driver.options
+            limits = Limits(
+                limit.max_files if isinstance(limit, ReadMaxFiles) else opts.max_files_per_trigger,
+                limit.max_bytes if isinstance(limit, ReadMaxBytes) else opts.max_bytes_per_trigger,
+                limit.max_rows if isinstance(limit, ReadMaxRows) else opts.max_rows_per_trigger,
+                opts.max_snapshots_per_trigger,
+            )
+        result = driver.enumerator.enumerate(offset_to_position(start), limits, self._pinned)
+        end = position_to_offset(result.to_position, driver.enumerator.identity)
+        driver.last = (start, end, result.splits)
+        log.info("latestOffset: %d splits after %s, through %s", len(result.splits),
+                 result.from_position.describe(), result.to_position.describe())
+        return end
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
+        """Splits of ``(start, end]``, packed to ``splitSize`` (driver); none when equal."""
+        from icefloe.enumerator.continuous import Limits
+        from icefloe.splits import pack, serialize_split
+
+        if start == end:
+            return []
+        driver = self._state()
+        if driver.last is not None and driver.last[:2] == (start, end):
+            splits = driver.last[2]  # planned by latestOffset just now
+        else:  # a restarted driver: re-plan (start, end] from the immutable manifests
+            driver.enumerator.identity = start["table"]
+            stop = offset_to_position(end)
+            splits = driver.enumerator.enumerate(
+                offset_to_position(start), Limits(), stop.snapshot_id, stop_at=stop).splits
+        opts = driver.options
+        return [
+            InputPartition(tuple(serialize_split(s) for s in task))
+            for task in pack(splits, opts.split_size, opts.split_open_file_cost)
+        ]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """Arrow batches of ``partition`` (executor)."""
+        from icefloe.spark.datasource import read_partition
+
+        if not partition.value:
+            return iter(())
+        return read_partition(self.context_bytes, self.schema_json, partition.value)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Spark committed ``end``: drop planning state before it (driver)."""
+        if self._driver is not None:
+            self._driver.enumerator._cursor = None
+
+    def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
+        """Pin the target: never go past the head as of now (driver)."""
+        head = self._state().enumerator.head()
+        self._pinned = head.snapshot_id if head is not None else None
+        if self._pinned is None:
+            log.info("Trigger.AvailableNow on an empty table: nothing to read")
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:  # noqa: N802
+        """The branch head, so Spark's progress shows the lag (driver)."""
+        from icefloe.state.position import Position
+
+        driver = self._state()
+        head = driver.enumerator.head()
+        if head is None:
+            return None
+        return position_to_offset(Position.after(head.snapshot_id, head.sequence_number),
+                                  driver.identity())
+
+
+class _DriverState:
+    """The driver-side half of a stream reader (never pickled)."""
+
+    def __init__(self, table: str, options: dict[str, str]) -> None:
+        from icefloe.enumerator.continuous import ContinuousEnumerator
+        from icefloe.reader.context import ReadContext
+        from icefloe.source import IcebergSource
+
+        source = IcebergSource(table, options=options)
+        self.options = source.options.for_mode("continuous")
+        handle = source.handle
+        self.enumerator = ContinuousEnumerator(handle, self.options)
+        context = ReadContext.create(handle.metadata, handle.io, handle.metadata.schema(),
+                                     self.options)
+        self.context_bytes = pickle.dumps(context)
+        self.arrow_schema = context.arrow_schema
+        self.last: tuple[dict[str, Any], dict[str, Any], tuple[Any, ...]] | None = None
+
+    def identity(self) -> str:
+        return self.enumerator.handle.identity
+
+
+def stream_schema(table: str, options: dict[str, str]) -> Any:
+    """The DataFrame schema of a stream (the table's current schema; driver)."""
+    from icefloe.spark.types import spark_schema
+
+    state = _DriverState(table, options)
+    context = pickle.loads(state.context_bytes)  # noqa: S301 - our own bytes
+    return spark_schema(context.projected_schema, context.metadata_columns)

@@ -1,0 +1,125 @@
+"""Concurrent writer processes on a real PostgreSQL catalog while a stream reads.
+
+The test starts its own server (initdb into a temp dir, pg_ctl on a free loopback port,
+socket dir in the temp dir; as a non-root user when run as root). Skipped, with the
+reason, when the PostgreSQL binaries or psycopg2 are missing
+(``scripts/ensure-postgres.sh``; ``uv sync --extra postgres``).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pyiceberg.catalog.sql import SqlCatalog
+
+from icefloe import IcebergSource
+from icefloe.errors import SnapshotPolicyError
+from tests.helpers.tables import make_table, rows
+from tests.reliability.harness import REPO, child_env
+
+
+def _bin(name: str) -> str | None:
+    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
+    return found[-1] if found else shutil.which(name)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def postgres_uri() -> Iterator[str]:
+    initdb, pg_ctl = _bin("initdb"), _bin("pg_ctl")
+    if not initdb or not pg_ctl:
+        pytest.skip("PostgreSQL server binaries not installed (run scripts/ensure-postgres.sh)")
+    try:
+        import psycopg2  # noqa: F401
+    except ImportError:
+        pytest.skip("psycopg2 missing: sync the 'postgres' extra (uv sync --extra postgres)")
+    root = Path(tempfile.mkdtemp(prefix="icefloe-pg-"))
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        try:
+            user = pwd.getpwnam("postgres")
+        except KeyError:
+            pytest.skip("running as root and no 'postgres' user to run the server as")
+        os.chown(root, user.pw_uid, user.pw_gid)
+        prefix = ["runuser", "-u", "postgres", "--"]
+    data, port = root / "data", _free_port()
+    subprocess.run([*prefix, initdb, "-D", str(data), "-A", "trust", "-U", "postgres"],
+                   check=True, capture_output=True)
+    subprocess.run([*prefix, pg_ctl, "-D", str(data), "-l", str(root / "log"), "-w", "-o",
+                    f"-p {port} -k {root} -c listen_addresses=127.0.0.1", "start"],
+                   check=True, capture_output=True)
+    try:
+        yield f"postgresql+psycopg2://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([*prefix, pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"],
+                       capture_output=True)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_concurrent_writers_every_appended_row_once(postgres_uri: str, tmp_path: Path) -> None:
+    (tmp_path / "warehouse").mkdir()
+    catalog = SqlCatalog("test", uri=postgres_uri, warehouse=f"file://{tmp_path}/warehouse")
+    make_table(catalog).append(rows(100, start=0))
+    expected = set(range(100))
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-m", "tests.reliability.writer", "--root", str(tmp_path),
+             "--catalog-uri", postgres_uri, "--start", str((w + 1) * 10**6), "--batches", "9",
+             "--rows", "150", "--interval", "0.02", "--mix", "--seed", str(w)],
+            cwd=REPO, env={**os.environ, **child_env()}, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        for w in range(3)
+    ]
+    source = IcebergSource("db.events", catalog=catalog, options={
+        "ignoreDeletes": "true", "pollIntervalMs": "50", "batchSize": "100"})
+    seen: Counter[int] = Counter()
+    outputs: list[str] = []
+    deadline = time.monotonic() + 120
+    with source.stream(checkpoint=str(tmp_path / "ck"), checkpoint_interval_s=0) as stream:
+        for item in stream:
+            seen.update(item.batch.column("id").to_pylist())
+            item.ack()
+            if not outputs and all(w.poll() is not None for w in writers):
+                for w in writers:
+                    out, err = w.communicate()
+                    assert w.returncode == 0, err[-3000:]
+                    outputs.append(out)
+                for line in "".join(outputs).splitlines():
+                    event = json.loads(line)
+                    if "appended" in event:
+                        first, count = event["appended"]
+                        expected |= set(range(first, first + count))
+            if outputs and set(seen) >= expected or time.monotonic() > deadline:
+                break
+    assert outputs, "writers did not finish"
+    assert seen == Counter(expected)  # every appended row exactly once
+    events = "".join(outputs)
+    snapshots = catalog.load_table("db.events").snapshots()
+    ops = Counter(s.summary.operation.value for s in snapshots if s.summary)
+    assert ops["append"] == 1 + 27
+    if '"deleted"' in events:
+        # the documented default policy: a delete snapshot fails, naming the option
+        strict = IcebergSource("db.events", catalog=catalog,
+                               options={"startingVersion": "earliest"})
+        with pytest.raises(SnapshotPolicyError, match="ignoreDeletes"), \
+                strict.stream(available_now=True) as s:
+            for item in s:
+                item.ack()
