@@ -71,8 +71,9 @@ PUSH_FILTERS = "pushFilters"
 """Adapter option. PySpark 4.3 keeps the read plan of a filter-pushdown scan on the
 DataFrame's relation and reuses it for that DataFrame's later queries that push no filter
 (``df.filter("id < 5").count()`` then ``df.count()`` returns 5 rows), so pushdown is
-opt-in; each ``load()`` gets its own relation. The ``filter`` option prunes the same way
-without the hazard."""
+opt-in; each ``load()`` gets its own relation. It also needs the session setting
+``spark.sql.python.filterPushdown.enabled=true``. The ``filter`` option prunes the same way
+without either."""
 
 
 def _parse_flag(name: str, value: str) -> bool:

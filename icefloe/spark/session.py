@@ -31,13 +31,13 @@ _CATALOG_TYPES = {
 
 
 def register(spark: SparkSession) -> None:
-    """Register the ``icefloe`` format with ``spark`` and enable Python filter pushdown.
+    """Register the ``icefloe`` format with ``spark`` (safe to call again).
 
-    Safe to call again. Turning ``spark.sql.python.filterPushdown.enabled`` off afterwards
-    makes PySpark refuse the source (DATA_SOURCE_PUSHDOWN_DISABLED).
+    Session settings are left alone. The opt-in ``pushFilters=true`` option also needs
+    ``spark.sql.python.filterPushdown.enabled=true`` (PySpark refuses the read with
+    DATA_SOURCE_PUSHDOWN_DISABLED otherwise); :func:`session` sets it.
     """
     spark.dataSource.register(IcefloeDataSource)
-    spark.conf.set(PUSHDOWN_CONF, "true")
 
 
 def session(master: str = "local[2]", app_name: str = "icefloe",
@@ -46,7 +46,8 @@ def session(master: str = "local[2]", app_name: str = "icefloe",
 
     Sets ``PYSPARK_PYTHON`` and ``PYSPARK_DRIVER_PYTHON`` to ``sys.executable`` (so executors
     import the same icefloe), and small-footprint defaults: 1 GiB driver memory, 2 shuffle
-    partitions, no UI. With ``preload``, Python workers fork from
+    partitions, no UI, Python filter pushdown enabled (used only by ``pushFilters=true``
+    reads). With ``preload``, Python workers fork from
     :mod:`icefloe.spark.daemon`, which has imported icefloe already (saves seconds per
     worker; needs icefloe in every worker's interpreter, which this session guarantees on
     one machine). ``config`` overrides all of these. The ``icefloe`` format is registered.

@@ -14,6 +14,9 @@ Mapping (what Spark's own Iceberg connector does, plus Spark 4's TIME type):
 | unknown | NullType |
 | struct / list / map | StructType / ArrayType / MapType, nullability from ``required`` |
 
+Spark 4.3 reads TIME columns but refuses a filter on one over any Python data source
+(UNSUPPORTED_TIME_TYPE): filter time columns with icefloe's ``filter`` option instead.
+
 Metadata columns (``_snapshot_id``, ``_sequence_number``, ``_pos``: LongType; ``_file``:
 StringType) follow the data columns, never null.
 """

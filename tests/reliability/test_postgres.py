@@ -63,14 +63,17 @@ def postgres_uri() -> Iterator[str]:
     data, port = root / "data", _free_port()
     subprocess.run([*prefix, initdb, "-D", str(data), "-A", "trust", "-U", "postgres"],
                    check=True, capture_output=True)
-    subprocess.run([*prefix, pg_ctl, "-D", str(data), "-l", str(root / "log"), "-w", "-o",
-                    f"-p {port} -k {root} -c listen_addresses=127.0.0.1", "start"],
-                   check=True, capture_output=True)
+    # the server inherits pg_ctl's stdout/stderr: never a pipe, or run() waits for it forever
+    subprocess.run([*prefix, pg_ctl, "-D", str(data), "-l", str(root / "log"), "-w", "-t", "60",
+                    "-o", f"-p {port} -k {root} -c listen_addresses=127.0.0.1", "start"],
+                   check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, timeout=90)
     try:
         yield f"postgresql+psycopg2://postgres@127.0.0.1:{port}/postgres"
     finally:
         subprocess.run([*prefix, pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"],
-                       capture_output=True)
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=60)
         shutil.rmtree(root, ignore_errors=True)
 
 
