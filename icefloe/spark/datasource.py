@@ -117,7 +117,7 @@ class IcefloeDataSource(DataSource):
         kind = IcefloePushdownReader if self.push_filters else IcefloeReader
         return kind(self.table, self.icefloe_options, schema)
 
-    def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         """``spark.readStream.format("icefloe")``: see :mod:`icefloe.spark.streaming`."""
         from icefloe.spark.streaming import IcefloeStreamReader
 

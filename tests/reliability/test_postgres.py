@@ -17,7 +17,7 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -91,33 +91,41 @@ def test_concurrent_writers_every_appended_row_once(postgres_uri: str, tmp_path:
             stderr=subprocess.PIPE, text=True)
         for w in range(3)
     ]
+    outputs: list[str] = []
+
+    def wait_writers() -> None:
+        """Collect the writers' reports, then commit a last marker row (id -1) so the
+        reading loop, blocked on the stream, sees that everything was written."""
+        for w in writers:
+            out, err = w.communicate(timeout=180)
+            assert w.returncode == 0, err[-3000:]
+            outputs.append(out)
+        catalog.load_table("db.events").append(rows(1, start=-1))
+
+    waiter = threading.Thread(target=wait_writers, daemon=True)
+    waiter.start()
     source = IcebergSource("db.events", catalog=catalog, options={
         "ignoreDeletes": "true", "pollIntervalMs": "50", "batchSize": "100"})
     seen: Counter[int] = Counter()
-    outputs: list[str] = []
-    deadline = time.monotonic() + 120
     with source.stream(checkpoint=str(tmp_path / "ck"), checkpoint_interval_s=0) as stream:
         for item in stream:
             seen.update(item.batch.column("id").to_pylist())
             item.ack()
-            if not outputs and all(w.poll() is not None for w in writers):
-                for w in writers:
-                    out, err = w.communicate()
-                    assert w.returncode == 0, err[-3000:]
-                    outputs.append(out)
-                for line in "".join(outputs).splitlines():
-                    event = json.loads(line)
-                    if "appended" in event:
-                        first, count = event["appended"]
-                        expected |= set(range(first, first + count))
-            if outputs and set(seen) >= expected or time.monotonic() > deadline:
+            if -1 in seen:
                 break
+    waiter.join(timeout=10)
+    for line in "".join(outputs).splitlines():
+        event = json.loads(line)
+        if "appended" in event:
+            first, count = event["appended"]
+            expected |= set(range(first, first + count))
+    expected.add(-1)
     assert outputs, "writers did not finish"
     assert seen == Counter(expected)  # every appended row exactly once
     events = "".join(outputs)
     snapshots = catalog.load_table("db.events").snapshots()
     ops = Counter(s.summary.operation.value for s in snapshots if s.summary)
-    assert ops["append"] == 1 + 27
+    assert ops["append"] == 1 + 27 + 1
     if '"deleted"' in events:
         # the documented default policy: a delete snapshot fails, naming the option
         strict = IcebergSource("db.events", catalog=catalog,
