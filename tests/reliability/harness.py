@@ -137,9 +137,10 @@ class Runner:
                 break
             time.sleep(0.005)
         if proc.poll() is not None:
+            proc.communicate()  # drain and close the pipe
             return False
         os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
+        proc.communicate()
         return True
 
 
