@@ -102,12 +102,3 @@ def append_partitioned(table: Table, data: pa.Table) -> Snapshot:
         files.append(data_file)
     return _commit(table, Operation.APPEND, add=files)
 
-
-def pytest_collection_modifyitems(config, items):  # type: ignore[no-untyped-def]
-    """The fault-injection campaign (tests/reliability) is not yet green under load:
-    it runs with `make test-slow`, not in the default run (issue 9 stays open)."""
-    import pytest
-
-    for item in items:
-        if "tests/reliability/" in str(item.fspath).replace("\\", "/"):
-            item.add_marker(pytest.mark.slow)
