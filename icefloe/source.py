@@ -8,6 +8,7 @@ first call that needs it.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -18,8 +19,9 @@ from icefloe.catalog.handle import TableHandle, open_table
 from icefloe.catalog.loader import open_catalog
 from icefloe.enumerator.bounded import BoundedPlan, plan_bounded
 from icefloe.errors import InvalidOptionError
-from icefloe.local.engine import read_batches
+from icefloe.local.engine import read_splits
 from icefloe.options import SourceOptions
+from icefloe.retry import RetryPolicy, call_with_retry, is_transient
 from icefloe.splits.split import FileSplit
 
 if TYPE_CHECKING:
@@ -58,13 +60,21 @@ class IcebergSource:
         return f"IcebergSource({self.identifier!r}, options={self.options!r})"
 
     @property
+    def retry(self) -> RetryPolicy:
+        """The ``maxAttempts`` / ``retryBackoffMs`` policy for transient faults."""
+        return RetryPolicy.from_options(self.options)
+
+    @property
     def handle(self) -> TableHandle:
-        """The loaded table (opened on first use)."""
+        """The loaded table (opened on first use; a transient catalog fault is retried)."""
         if self._handle is None:
-            catalog = open_catalog(self._catalog_arg, self.options.catalog_props())
-            self._handle = open_table(
-                catalog, self.identifier, ref=self.options.ref,
-                follow_renames=getattr(self.options, "follow_renames", False))
+            def load() -> TableHandle:
+                catalog = open_catalog(self._catalog_arg, self.options.catalog_props())
+                return open_table(
+                    catalog, self.identifier, ref=self.options.ref,
+                    follow_renames=getattr(self.options, "follow_renames", False))
+
+            self._handle = call_with_retry(load, self.retry, f"load table {self.identifier}")
         return self._handle
 
     def bounded_plan(self) -> BoundedPlan:
@@ -72,18 +82,29 @@ class IcebergSource:
         return plan_bounded(self.handle, self.options.for_mode("bounded"))
 
     def plan(self) -> Iterator[FileSplit]:
-        """The splits of the bounded read, in deterministic order (lazily)."""
-        return self.bounded_plan().splits()
+        """The splits of the bounded read, in deterministic order (lazily).
+
+        A transient fault while reading manifests is retried per :attr:`retry`: the
+        plan is made again and the splits already yielded are skipped (planning is
+        deterministic, so none is repeated or lost).
+        """
+        return _retrying_splits(self.bounded_plan(), self.retry)
 
     def read(self, parallelism: int = 2) -> Iterator[pa.RecordBatch]:
         """Batches of the bounded read, from ``parallelism`` reader threads.
 
         Memory stays bounded (a few batches per reader), whatever the table size.
-        Batch order follows split order unless ``preserveOrder=false``.
+        Batch order follows split order unless ``preserveOrder=false``. Transient
+        faults (manifest or data-file reads, see :mod:`icefloe.retry`) are retried per
+        :attr:`retry`; a data file is re-read from its last delivered record, so no row
+        is repeated or skipped. After ``maxAttempts`` the typed error is raised.
         """
         plan = self.bounded_plan()
-        return read_batches(plan.splits(), plan.context, parallelism,
-                            plan.options.preserve_order)
+        retry = self.retry
+        return (item.batch for item in read_splits(
+                    _retrying_splits(plan, retry), plan.context, parallelism,
+                    plan.options.preserve_order, retry=retry)
+                if item.batch.num_rows)
 
     def schema(self) -> pa.Schema:
         """The Arrow schema of the bounded read's batches."""
@@ -92,8 +113,11 @@ class IcebergSource:
     def to_arrow(self, parallelism: int = 2) -> pa.Table:
         """The whole bounded read as one Arrow table (materialised in memory)."""
         plan = self.bounded_plan()
-        batches = list(read_batches(plan.splits(), plan.context, parallelism,
-                                    plan.options.preserve_order))
+        retry = self.retry
+        batches = [item.batch for item in read_splits(
+                       _retrying_splits(plan, retry), plan.context, parallelism,
+                       plan.options.preserve_order, retry=retry)
+                   if item.batch.num_rows]
         return pa.Table.from_batches(batches, schema=plan.context.arrow_schema)
 
     def stream(self, checkpoint: str | None = None, parallelism: int = 2,
@@ -102,3 +126,38 @@ class IcebergSource:
         from icefloe.local.stream import LocalStream
 
         return LocalStream(self, checkpoint=checkpoint, parallelism=parallelism, **kwargs)
+
+
+def _retrying_splits(plan: BoundedPlan, policy: RetryPolicy) -> Iterator[FileSplit]:
+    """``plan.splits()``, planned again after a transient fault, skipping the splits
+    already yielded (planning is deterministic: same snapshot, same order, same ids).
+
+    Runs on the caller's (driver) thread. Gives up as :func:`call_with_retry` does:
+    a permanent error at once, a transient one after ``policy.max_attempts``
+    consecutive failures without a new split.
+    """
+    done = 0
+    failures = 0
+    while True:
+        produced = 0
+        try:
+            for split in plan.splits():
+                produced += 1
+                if produced <= done:
+                    continue
+                done += 1
+                failures = 0
+                yield split
+            return
+        except Exception as exc:
+            failures += 1
+            if not is_transient(exc) or failures >= policy.max_attempts:
+                if failures > 1:
+                    log.error("planning %s failed after %d attempts: %s: %s",
+                              plan.handle.identifier, failures, type(exc).__name__, exc)
+                raise
+            delay = policy.delay_s(failures)
+            log.warning("planning %s failed (attempt %d of %d), re-planning in %.2fs "
+                        "after %d splits: %s: %s", plan.handle.identifier, failures,
+                        policy.max_attempts, delay, done, type(exc).__name__, exc)
+            time.sleep(delay)

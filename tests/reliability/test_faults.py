@@ -169,3 +169,45 @@ def test_retry_policy_contract() -> None:
     assert not is_transient(DataFileError("corrupt"))
     with pytest.raises(ValueError):
         RetryPolicy(max_attempts=0)
+
+
+def test_bounded_read_retries_flaky_manifests_and_data_files(tmp_path: Path) -> None:
+    """``read`` / ``to_arrow`` / ``plan`` ride out transient faults: each row exactly once,
+    the same splits in the same order as a fault-free plan."""
+    catalog = _catalog(tmp_path)
+    expected = _fill(catalog)
+    source = IcebergSource("db.events", catalog=catalog, options=OPTS)
+    clean_plan = [s.split_id for s in source.plan()]
+    PLAN.reset(manifest_rate=0.1, data_rate=0.2, seed=11)
+    replanned = [s.split_id for s in IcebergSource("db.events", catalog=catalog,
+                                                   options=OPTS).plan()]
+    counts: Counter[int] = Counter()
+    for batch in IcebergSource("db.events", catalog=catalog, options=OPTS).read():
+        counts.update(batch.column("id").to_pylist())
+    table = IcebergSource("db.events", catalog=catalog, options=OPTS).to_arrow()
+    assert PLAN.injected > 5
+    assert replanned == clean_plan
+    assert counts == Counter(expected)
+    assert Counter(table.column("id").to_pylist()) == Counter(expected)
+
+
+def test_bounded_read_stops_after_max_attempts_on_a_permanent_fault(tmp_path: Path) -> None:
+    catalog = _catalog(tmp_path)
+    _fill(catalog)
+    victim = sorted(live_data_files(catalog.load_table("db.events")))[2]
+    PLAN.reset(broken=(victim,))
+    source = IcebergSource("db.events", catalog=catalog, options={**OPTS, "maxAttempts": "2"})
+    with pytest.raises(DataFileError) as info:
+        source.to_arrow()
+    assert victim in str(info.value)
+    assert PLAN.injected == 2
+
+
+def test_bounded_read_without_retries_fails_on_the_first_fault(tmp_path: Path) -> None:
+    catalog = _catalog(tmp_path)
+    _fill(catalog)
+    PLAN.reset(data_rate=1.0)
+    with pytest.raises(DataFileError):
+        IcebergSource("db.events", catalog=catalog,
+                      options={**OPTS, "maxAttempts": "1"}).to_arrow(parallelism=1)
+    assert PLAN.injected == 1  # one reader thread, one attempt, no retry
