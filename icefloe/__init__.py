@@ -4,6 +4,9 @@ The public API is this module's ``__all__``; engine adapters live in
 ``icefloe.spark`` and ``icefloe.ray`` (optional extras, imported lazily).
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from icefloe.errors import (
     CatalogAuthError,
     CatalogError,
@@ -28,9 +31,33 @@ from icefloe.errors import (
     TableNotFoundError,
     TableReplacedError,
 )
-from icefloe.options import SourceOptions
-from icefloe.source import IcebergSource
-from icefloe.splits import DeleteFileRef, FileSplit, deserialize_split, serialize_split
+
+if TYPE_CHECKING:
+    from icefloe.options import SourceOptions
+    from icefloe.source import IcebergSource
+    from icefloe.splits import DeleteFileRef, FileSplit, deserialize_split, serialize_split
+
+# Imported on first use (PEP 562), so that a reader process (a Spark executor's Python
+# worker, a Ray actor) importing ``icefloe.reader`` pays for neither the catalog stack
+# (SQLAlchemy) nor anything else it does not use.
+_LAZY = {
+    "SourceOptions": "icefloe.options",
+    "IcebergSource": "icefloe.source",
+    "DeleteFileRef": "icefloe.splits",
+    "FileSplit": "icefloe.splits",
+    "deserialize_split": "icefloe.splits",
+    "serialize_split": "icefloe.splits",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'icefloe' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __version__ = "0.1.0"
 

@@ -21,7 +21,7 @@ from icefloe.enumerator.bounded import BoundedPlan, plan_bounded
 from icefloe.errors import InvalidOptionError
 from icefloe.local.engine import read_splits
 from icefloe.options import SourceOptions
-from icefloe.retry import RetryPolicy, call_with_retry, is_transient
+from icefloe.retry import RetryPolicy, is_transient
 from icefloe.splits.split import FileSplit
 
 if TYPE_CHECKING:
@@ -66,15 +66,16 @@ class IcebergSource:
 
     @property
     def handle(self) -> TableHandle:
-        """The loaded table (opened on first use; a transient catalog fault is retried)."""
-        if self._handle is None:
-            def load() -> TableHandle:
-                catalog = open_catalog(self._catalog_arg, self.options.catalog_props())
-                return open_table(
-                    catalog, self.identifier, ref=self.options.ref,
-                    follow_renames=getattr(self.options, "follow_renames", False))
+        """The loaded table (opened on first use).
 
-            self._handle = call_with_retry(load, self.retry, f"load table {self.identifier}")
+        Not retried here: a catalog client retries its own requests (the Nessie client
+        per its ``max-attempts`` property), and a continuous read retries its refreshes.
+        """
+        if self._handle is None:
+            catalog = open_catalog(self._catalog_arg, self.options.catalog_props())
+            self._handle = open_table(
+                catalog, self.identifier, ref=self.options.ref,
+                follow_renames=getattr(self.options, "follow_renames", False))
         return self._handle
 
     def bounded_plan(self) -> BoundedPlan:

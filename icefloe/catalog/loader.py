@@ -8,12 +8,14 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyiceberg.catalog import Catalog, load_catalog
-from pyiceberg.catalog.sql import SqlCatalog
 
 from icefloe.errors import CatalogError
+
+if TYPE_CHECKING:  # SQLAlchemy is imported only when the embedded catalog is opened
+    from pyiceberg.catalog.sql import SqlCatalog
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +37,8 @@ def embedded_catalog(home: str | os.PathLike[str] | None = None) -> SqlCatalog:
     """
     root = Path(home).absolute() if home is not None else icefloe_home()
     (root / "warehouse").mkdir(parents=True, exist_ok=True)
+    from pyiceberg.catalog.sql import SqlCatalog
+
     return SqlCatalog(
         EMBEDDED_NAME,
         uri=f"sqlite:///{root / 'catalog.db'}",
@@ -52,7 +56,8 @@ def _configured(name: str) -> bool:
     return Config().get_catalog_config(name) is not None
 
 
-def open_catalog(catalog: str | Catalog | None, properties: dict[str, str] | None = None) -> Catalog:
+def open_catalog(catalog: str | Catalog | None,
+                 properties: dict[str, str] | None = None) -> Catalog:
     """Resolve ``catalog`` to a PyIceberg ``Catalog``.
 
     Args:
