@@ -18,7 +18,7 @@ from icefloe.sinks import open_sink
 def run_stream(args: argparse.Namespace, options: dict[str, str]) -> int:
     """Run ``icefloe stream`` with parsed ``args``; returns the exit status."""
     if args.engine == "spark":
-        from icefloe.spark import stream as spark_stream
+        from icefloe.spark.stream_job import stream as spark_stream
 
         return int(spark_stream(args.table, catalog=args.catalog, options=options,
                                 sink=args.sink, checkpoint=args.checkpoint,

@@ -1,0 +1,86 @@
+"""``icefloe stream --engine spark``: a Structured Streaming query from the CLI. Runs on the driver.
+
+The query is ``spark.readStream.format("icefloe")`` into Spark's own sinks: ``parquet:DIR``
+is Spark's file sink (exactly-once through its ``_spark_metadata`` log and the query's
+checkpoint), ``console`` is Spark's console sink. The checkpoint is Spark's
+``checkpointLocation`` (offsets and commits), not an icefloe checkpoint.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from icefloe.errors import InvalidOptionError
+from icefloe.options import SourceOptions
+from icefloe.spark.datasource import SOURCE_NAME
+from icefloe.spark.session import _option_text, catalog_options, register, session
+
+log = logging.getLogger(__name__)
+
+
+def stream(table: str, catalog: str | None = None, options: Mapping[str, Any] | None = None,
+           sink: str = "console", checkpoint: str | None = None, available_now: bool = False,
+           master: str | None = None, max_seconds: float | None = None) -> int:
+    """Run a streaming query reading ``table`` into ``sink``; returns an exit status (0).
+
+    Args:
+        table: ``namespace.table``.
+        catalog: catalog name (None: the embedded default).
+        options: icefloe source options (``pollIntervalMs`` also sets the trigger interval).
+        sink: ``console`` or ``parquet:DIR``.
+        checkpoint: Spark checkpoint location (required: a restart resumes from it).
+        available_now: process what exists at start (``Trigger.AvailableNow``), then stop.
+        master: Spark master (default ``local[*]``); the running session is used if any.
+        max_seconds: stop the query after this long (None: until interrupted).
+
+    Raises:
+        InvalidOptionError: no checkpoint, or a sink that is neither ``console`` nor
+            ``parquet:DIR``.
+    """
+    if not checkpoint:
+        raise InvalidOptionError("checkpoint", "a Spark stream needs --checkpoint DIR")
+    if sink == "console":
+        fmt, path = "console", None
+    elif sink.startswith("parquet:") and len(sink) > len("parquet:"):
+        fmt, path = "parquet", sink[len("parquet:"):]
+    else:
+        raise InvalidOptionError("sink", f"{sink!r} is not a sink; give console or parquet:DIR")
+    opts = {k: _option_text(v) for k, v in (options or {}).items() if v is not None}
+    running = SparkSession.getActiveSession()
+    spark = running if running is not None else session(master or "local[*]", "icefloe-stream")
+    try:
+        register(spark)
+        df = (spark.readStream.format(SOURCE_NAME)
+              .options(**catalog_options(catalog), **opts).load(table))
+        writer = df.writeStream.format(fmt).option("checkpointLocation", checkpoint)
+        if path is not None:
+            writer = writer.option("path", path)
+        if available_now:
+            writer = writer.trigger(availableNow=True)
+        else:
+            poll_ms = SourceOptions.parse(opts).poll_interval_ms
+            writer = writer.trigger(processingTime=f"{max(poll_ms, 1)} milliseconds")
+        query = writer.start()
+        log.info("streaming %s into %s (checkpoint %s)", table, sink, checkpoint)
+        deadline = None if max_seconds is None else time.monotonic() + max_seconds
+        try:
+            while query.isActive:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    break
+                query.awaitTermination(min(left, 1.0) if left is not None else 1.0)
+        finally:
+            if query.isActive:
+                query.stop()
+        exc = query.exception()
+        if exc is not None:
+            raise exc
+        return 0
+    finally:
+        if running is None:
+            spark.stop()
