@@ -124,9 +124,8 @@ def cmd_read(args: argparse.Namespace) -> int:
     try:
         for item in read_splits(plan.splits(), plan.context, args.parallelism,
                                 plan.options.preserve_order):
-            if item.batch.num_rows:
-                if writer is not None:
-                    writer.write_batch(item.batch)
+            if item.batch.num_rows and writer is not None:
+                writer.write_batch(item.batch)
             progress.update(rows=item.batch.num_rows, nbytes=item.batch.nbytes,
                             splits=1 if item.last else 0)
     finally:

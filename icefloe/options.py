@@ -324,7 +324,8 @@ class SourceOptions:
         for alias, text in self.pending_mode_aliases:
             canonical = _MODE_ALIASES[alias][mode]
             if canonical in resolved.given:
-                raise InvalidOptionError(canonical, f"given twice (also as {alias!r}); give it once")
+                raise InvalidOptionError(canonical,
+                                         f"given twice (also as {alias!r}); give it once")
             converted = self._convert({canonical: text})
             resolved = dataclasses.replace(
                 resolved, **converted, given=resolved.given | {canonical}, pending_mode_aliases=()

@@ -123,7 +123,7 @@ def test_starting_strategies_resolve_on_the_branch(table) -> None:
 
 
 def test_rate_limits_chunk_the_work_and_are_soft(table) -> None:
-    catalog, tbl = table
+    catalog, _ = table
     enum = enumerator(catalog, {"startingVersion": "earliest"})
     position = enum.initial_position()
     chunks = []
@@ -257,7 +257,7 @@ def test_expired_position(table) -> None:
 
 
 def test_dropped_and_recreated_table(table) -> None:
-    catalog, tbl = table
+    catalog, _ = table
     enum = enumerator(catalog)
     position = enum.enumerate(enum.initial_position()).to_position
     new = drop_and_recreate(catalog, "db.events", EVENTS_SCHEMA)

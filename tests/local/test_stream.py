@@ -19,7 +19,13 @@ from icefloe import CheckpointMismatchError, IcebergSource, SnapshotPolicyError
 from icefloe.cli import main as cli_main
 from icefloe.local.stream import LocalStream
 from icefloe.state import open_store
-from tests.helpers.tables import commit_delete_files, live_data_files, make_catalog, make_table, rows
+from tests.helpers.tables import (
+    commit_delete_files,
+    live_data_files,
+    make_catalog,
+    make_table,
+    rows,
+)
 
 FAST = {"pollIntervalMs": "50"}
 
