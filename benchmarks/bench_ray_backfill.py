@@ -2,7 +2,8 @@
 
 Same table, same local Ray (``--cpus`` CPUs), both datasets fully materialized
 (``ds.materialize()``); runs interleaved round-robin after one warm-up each; reports
-the median of ``--runs`` and the throughput ratio. Writes ``benchmarks/RESULTS_ray.md``.
+the median of the runs and the throughput ratio. Part of the suite
+(``python -m benchmarks.run --only ray_backfill``); standalone, for other sizes:
 
     uv run python -m benchmarks.bench_ray_backfill --rows 4000000 --runs 3
 """
@@ -12,59 +13,36 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 
 os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
 
 from benchmarks.common import (
     MIB,
-    ROOT,
-    BenchTable,
-    _cached,
-    _new_table,
-    event_rows,
+    events_table_of,
     fmt_rate,
     fmt_s,
     interleaved,
-    machine,
     md_table,
     median,
+    pick,
 )
 
-
-def ray_events_table(rows: int, files: int) -> BenchTable:
-    """``rows`` event rows in ``files`` appends (row groups of 128k rows), cached."""
-    ident = "bench.events"
-
-    def build(root: Path) -> None:
-        bt = BenchTable(root, ident)
-        per = rows // files
-        table = _new_table(bt.catalog(), ident, event_rows(1).schema,
-                           {"write.parquet.row-group-limit": "131072",
-                            "write.target-file-size-bytes": str(1024 * MIB)})
-        for i in range(files):
-            table.append(event_rows(per, start=i * per))
-
-    return BenchTable(_cached(f"ray-events-{rows}-{files}", build), ident)
+TARGET = 1.5
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=4_000_000)
-    parser.add_argument("--files", type=int, default=8)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--cpus", type=int, default=min(4, os.cpu_count() or 1))
-    parser.add_argument("--out", default=str(ROOT / "RESULTS_ray.md"))
-    args = parser.parse_args(argv)
-
+def measure(rows: int, files: int, runs: int, cpus: int,
+            cache: str | None = None) -> str:
+    """Both reads interleaved on a ``rows``-row, ``files``-file table; the RESULTS.md
+    section (markdown, no title). Starts and shuts down a local Ray."""
     import ray
 
     import icefloe.ray
 
-    bench = ray_events_table(args.rows, args.files)
+    bench = events_table_of(rows, files, cache=cache)
+    rows = rows // files * files
     catalog = bench.catalog()
     props = {"name": "bench", "type": "sql", **catalog.properties}
-    ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False,
+    ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False,
              object_store_memory=2 * 1024 * MIB)
     ray.data.DataContext.get_current().enable_progress_bars = False
 
@@ -76,38 +54,45 @@ def main(argv: list[str] | None = None) -> int:
         ds = ray.data.read_iceberg(table_identifier=bench.identifier, catalog_kwargs=props)
         return ds.materialize().count()
 
-    results = interleaved({"icefloe.ray.read": icefloe_read,
-                           "ray.data.read_iceberg": ray_read_iceberg}, reps=args.runs)
-    ray.shutdown()
-    medians = {name: median([s for s, _ in runs]) for name, runs in results.items()}
-    for name, runs in results.items():
-        counts = {n for _, n in runs}
-        assert counts == {args.rows // args.files * args.files}, (name, counts)
+    try:
+        results = interleaved({"icefloe.ray.read": icefloe_read,
+                               "ray.data.read_iceberg": ray_read_iceberg}, reps=runs)
+    finally:
+        ray.shutdown()
+    medians = {name: median([s for s, _ in timed]) for name, timed in results.items()}
+    for name, timed in results.items():
+        counts = {n for _, n in timed}
+        assert counts == {rows}, (name, counts)
     ratio = medians["ray.data.read_iceberg"] / medians["icefloe.ray.read"]
-    rows_table = [[name, fmt_s(medians[name]), fmt_rate(args.rows / medians[name], " rows/s"),
+    rows_table = [[name, fmt_s(medians[name]), fmt_rate(rows / medians[name], " rows/s"),
                    ", ".join(fmt_s(s) for s, _ in results[name])] for name in results]
-    info = machine()
-    text = "\n".join([
-        "# Ray backfill: icefloe.ray.read vs ray.data.read_iceberg",
+    return "\n".join([
+        f"- icefloe.ray.read = **{ratio:.2f}x** `ray.data.read_iceberg` throughput (target "
+        f">= {TARGET}x: **{'met' if ratio >= TARGET else 'missed'}**)",
         "",
-        f"`uv run python -m benchmarks.bench_ray_backfill --rows {args.rows} "
-        f"--files {args.files} --runs {args.runs} --cpus {args.cpus}`",
-        "",
-        f"Table: {args.rows:,} event rows in {args.files} Parquet files (row groups of 128k "
-        f"rows), SQLite catalog, local warehouse. Local Ray with {args.cpus} CPUs; each "
+        f"Table: {rows:,} event rows in {files} Parquet files (row groups of 128k "
+        f"rows), SQLite catalog, local warehouse. Local Ray with {cpus} CPUs; each "
         "dataset fully materialized (`ds.materialize()`), interleaved runs after a warm-up; "
-        "median of the runs.",
+        f"median of {runs}.",
         "",
         md_table(["reader", "median", "throughput", "runs"], rows_table),
-        "",
-        f"**icefloe / read_iceberg throughput: {ratio:.2f}x** (target >= 1.5x: "
-        f"{'met' if ratio >= 1.5 else 'NOT met'}).",
-        "",
-        "Machine: " + ", ".join(f"{k} {v}" for k, v in info.items()),
-        "",
     ])
-    Path(args.out).write_text(text)
-    print(text)
+
+
+def run(scale: str) -> str:
+    """The suite's entry: quick 2M rows in 4 files, full 20M rows in 20 files; 3 runs."""
+    rows, files = pick(scale, (2_000_000, 4), (20_000_000, 20))
+    return measure(rows, files, runs=3, cpus=os.cpu_count() or 1, cache=f"events-{scale}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=4_000_000)
+    parser.add_argument("--files", type=int, default=8)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--cpus", type=int, default=min(4, os.cpu_count() or 1))
+    args = parser.parse_args(argv)
+    print(measure(args.rows, args.files, args.runs, args.cpus))
     return 0
 
 

@@ -8,8 +8,8 @@ minimal Python data source that yields ``pyarrow.parquet`` batches of the same f
 is the ceiling of any Python data source: the gap between it and Spark's native reader
 is PySpark's Python-to-JVM transport, the gap between icefloe and it is icefloe's.
 Runs are interleaved round-robin after one warm-up each; reports the median of
-``--runs``, rows/s and the throughput ratio against Spark's native reader.
-Writes ``benchmarks/RESULTS_spark.md``.
+the runs, rows/s and the throughput ratio against Spark's native reader. Part of the
+suite (``python -m benchmarks.run --only spark_backfill``); standalone, for other sizes:
 
     uv run python -m benchmarks.bench_spark_backfill --rows 20000000 --runs 3
 """
@@ -20,7 +20,6 @@ import argparse
 import sys
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -30,39 +29,17 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from benchmarks.common import (
-    MIB,
-    ROOT,
     BenchTable,
-    _cached,
-    _new_table,
-    event_rows,
+    events_table_of,
     fmt_rate,
     fmt_s,
     interleaved,
-    machine,
     md_table,
     median,
+    pick,
 )
 
 TARGET = 0.8
-
-
-def spark_events_table(rows: int, files: int) -> BenchTable:
-    """``rows`` event rows in ``files`` appends (row groups of 128k rows), cached. The
-    20M-row, 20-file table is the one ``bench_backfill`` builds (``events-full``)."""
-    name = "events-full" if (rows, files) == (20_000_000, 20) else f"events-{rows}-{files}"
-    ident = "bench.events"
-
-    def build(root: Path) -> None:
-        bt = BenchTable(root, ident)
-        per = rows // files
-        table = _new_table(bt.catalog(), ident, event_rows(1).schema,
-                           {"write.parquet.row-group-limit": "131072",
-                            "write.target-file-size-bytes": str(1024 * MIB)})
-        for i in range(files):
-            table.append(event_rows(per, start=i * per))
-
-    return BenchTable(_cached(name, build), ident)
 
 
 class PyArrowSource(DataSource):
@@ -135,23 +112,16 @@ def contenders(spark: Any, bench: BenchTable,
             "PyIceberg to_arrow": pyiceberg}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=20_000_000)
-    parser.add_argument("--files", type=int, default=20)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--cores", type=int, default=2)
-    parser.add_argument("--batch-size", type=int, default=None,
-                        help="icefloe batchSize option (rows per Arrow batch)")
-    parser.add_argument("--out", default=str(ROOT / "RESULTS_spark.md"))
-    args = parser.parse_args(argv)
-
+def measure(rows: int, files: int, runs: int, cores: int = 2,
+            batch_size: int | None = None, cache: str | None = None) -> str:
+    """Run the contenders interleaved on a ``rows``-row, ``files``-file table; the
+    RESULTS.md section (markdown, no title)."""
     import icefloe.spark
 
-    bench = spark_events_table(args.rows, args.files)
-    rows = args.rows // args.files * args.files
-    options = {} if args.batch_size is None else {"batchSize": str(args.batch_size)}
-    spark = icefloe.spark.session(f"local[{args.cores}]", "icefloe-bench")
+    bench = events_table_of(rows, files, cache=cache)
+    rows = rows // files * files
+    options = {} if batch_size is None else {"batchSize": str(batch_size)}
+    spark = icefloe.spark.session(f"local[{cores}]", "icefloe-bench")
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(PyArrowSource)
     try:
@@ -162,14 +132,14 @@ def main(argv: list[str] | None = None) -> int:
                                         options=options).rdd.getNumPartitions()
         native_partitions = spark.read.parquet(*bench.data_paths()).rdd.getNumPartitions()
         started = time.perf_counter()
-        results = interleaved(contenders(spark, bench, options), reps=args.runs)
+        results = interleaved(contenders(spark, bench, options), reps=runs)
         elapsed = time.perf_counter() - started
     finally:
         spark.stop()
-    for name, runs in results.items():
-        counts = {n for _, n in runs if n is not None}
+    for name, timed in results.items():
+        counts = {n for _, n in timed if n is not None}
         assert counts <= {rows}, (name, counts)
-    medians = {name: median([s for s, _ in runs]) for name, runs in results.items()}
+    medians = {name: median([s for s, _ in timed]) for name, timed in results.items()}
     native = medians["Spark native Parquet"]
     table = [[name, fmt_s(medians[name]), fmt_rate(rows / medians[name], " rows/s"),
               f"{native / medians[name]:.2f}x", ", ".join(fmt_s(s) for s, _ in results[name])]
@@ -178,33 +148,39 @@ def main(argv: list[str] | None = None) -> int:
     ceiling = native / medians["PyArrow Python data source (ceiling)"]
     best = min(s for s, _ in results["Spark native Parquet"]) / min(
         s for s, _ in results["icefloe on Spark"])
-    info = machine()
-    text = "\n".join([
-        "# Spark backfill: icefloe on Spark vs Spark's Parquet reader vs PyIceberg",
+    return "\n".join([
+        f"- icefloe on Spark = **{ratio:.2f}x** Spark's native Parquet scan (target >= "
+        f"{TARGET}x: **{'met' if ratio >= TARGET else 'missed'}**); best run vs best run "
+        f"{best:.2f}x; the Python data source ceiling is {ceiling:.2f}x.",
         "",
-        f"`uv run python -m benchmarks.bench_spark_backfill --rows {args.rows} "
-        f"--files {args.files} --runs {args.runs} --cores {args.cores}"
-        + (f" --batch-size {args.batch_size}" if args.batch_size else "") + "`",
-        "",
-        f"Table: {rows:,} event rows (id, ts, kind, value, payload) in {args.files} Parquet "
+        f"Table: {rows:,} event rows (id, ts, kind, value, payload) in {files} Parquet "
         "files (row groups of 128k rows), SQLite catalog, local warehouse. Spark "
-        f"`local[{args.cores}]`, 1 GiB driver; both Spark reads are fully materialized by "
+        f"`local[{cores}]`, 1 GiB driver; both Spark reads are fully materialized by "
         "`df.write.format(\"noop\")`; PyIceberg materializes `scan().to_arrow()` in the "
         f"driver process. Spark partitions: icefloe {partitions}, native "
         f"{native_partitions}. Interleaved runs after one warm-up each, median of "
-        f"{args.runs} (whole benchmark {elapsed:.0f}s).",
+        f"{runs} (measurement {elapsed:.0f}s).",
         "",
         md_table(["reader", "median", "throughput", "vs Spark native", "runs"], table),
-        "",
-        f"**icefloe on Spark / Spark native throughput: {ratio:.2f}x** (target >= {TARGET}x: "
-        f"{'met' if ratio >= TARGET else 'NOT met'}); best run vs best run {best:.2f}x; the "
-        f"Python data source ceiling is {ceiling:.2f}x.",
-        "",
-        "Machine: " + ", ".join(f"{k} {v}" for k, v in info.items()),
-        "",
     ])
-    Path(args.out).write_text(text)
-    print(text)
+
+
+def run(scale: str) -> str:
+    """The suite's entry: quick 2M rows in 4 files, full 20M rows in 20 files; 3 runs."""
+    rows, files = pick(scale, (2_000_000, 4), (20_000_000, 20))
+    return measure(rows, files, runs=3, cache=f"events-{scale}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=20_000_000)
+    parser.add_argument("--files", type=int, default=20)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="icefloe batchSize option (rows per Arrow batch)")
+    args = parser.parse_args(argv)
+    print(measure(args.rows, args.files, args.runs, args.cores, args.batch_size))
     return 0
 
 

@@ -236,10 +236,9 @@ def _new_table(catalog: Any, identifier: str, schema: pa.Schema,
                                 properties={"format-version": "2", **(props or {})})
 
 
-def events_table(scale: str) -> BenchTable:
-    """The big backfill table: quick 2M rows in 4 files, full 20M rows in 20 files;
-    row groups of 128k rows (so splitSize can cut files)."""
-    rows, files = pick(scale, (2_000_000, 4), (20_000_000, 20))
+def events_table_of(rows: int, files: int, cache: str | None = None) -> BenchTable:
+    """``rows`` event rows in ``files`` appends (row groups of 128k rows, so splitSize can
+    cut files), built once and cached under ``cache`` (default ``events-<rows>-<files>``)."""
     ident = "bench.events"
 
     def build(root: Path) -> None:
@@ -251,7 +250,13 @@ def events_table(scale: str) -> BenchTable:
         for i in range(files):
             table.append(event_rows(per, start=i * per))
 
-    return BenchTable(_cached(f"events-{scale}", build), ident)
+    return BenchTable(_cached(cache or f"events-{rows}-{files}", build), ident)
+
+
+def events_table(scale: str) -> BenchTable:
+    """The big backfill table: quick 2M rows in 4 files, full 20M rows in 20 files."""
+    rows, files = pick(scale, (2_000_000, 4), (20_000_000, 20))
+    return events_table_of(rows, files, cache=f"events-{scale}")
 
 
 def small_files_table(scale: str) -> BenchTable:
