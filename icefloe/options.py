@@ -54,6 +54,7 @@ OPTION_TABLE: dict[str, tuple[tuple[str, ...], tuple[Mode, ...]]] = {
     "batchSize": (("parquetBatchSize",), _BOTH),
     "splitSize": (("split-size",), _BOTH),
     "splitOpenFileCost": (("file-open-cost",), _BOTH),
+    "minPartitions": ((), _BOTH),
     "metadataColumns": ((), _BOTH),
     "preserveOrder": ((), _BOTH),
     "catalog": ((), _BOTH),
@@ -178,6 +179,7 @@ class SourceOptions:
     batch_size: int = 65536
     split_size: int = 128 * MIB
     split_open_file_cost: int = 4 * MIB
+    min_partitions: int | None = None
     metadata_columns: tuple[str, ...] = ()
     preserve_order: bool = True
     catalog_name: str | None = None
@@ -256,7 +258,8 @@ class SourceOptions:
                 out[_field_name(name)] = _parse_bool(name, value)
             elif name in ("pollIntervalMs", "initialDelayMs", "retryBackoffMs"):
                 out[_field_name(name)] = _parse_int(name, value, minimum=0)
-            elif name in ("batchSize", "splitSize", "splitOpenFileCost") or name.startswith("max"):
+            elif name in ("batchSize", "splitSize", "splitOpenFileCost", "minPartitions") \
+                    or name.startswith("max"):
                 out[_field_name(name)] = _parse_int(name, value, minimum=1)
             elif name == "columns":
                 out["columns"] = _parse_names(name, value)

@@ -9,6 +9,7 @@ the catalog. What they hand to executors is plain data: the pickled
 from __future__ import annotations
 
 import logging
+import os
 import pickle
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -23,12 +24,21 @@ from icefloe.options import ALIASES, OPTION_TABLE, SourceOptions
 from icefloe.source import IcebergSource
 from icefloe.spark import filters as spark_filters
 from icefloe.spark.types import spark_schema
-from icefloe.splits import pack, serialize_split
+from icefloe.splits import FileSplit, pack_for, serialize_split
 
 log = logging.getLogger(__name__)
 
 TABLE_KEYS = ("path", "table")
 """Options naming the table: ``load("ns.events")`` sets ``path``."""
+
+
+def spark_tasks(splits: Iterable[FileSplit], options: SourceOptions) -> list[list[FileSplit]]:
+    """Splits packed into Spark tasks as Spark sizes file partitions: about ``splitSize``
+    bytes each, but small enough for at least ``minPartitions`` tasks (default: the
+    cores of the machine that plans, which is the driver's; ``icefloe.spark.read`` passes
+    the session's ``defaultParallelism``). Runs on the driver."""
+    min_tasks = options.min_partitions or os.cpu_count() or 1
+    return pack_for(splits, options.split_size, options.split_open_file_cost, min_tasks)
 
 
 def _case_map() -> dict[str, str]:
@@ -186,13 +196,11 @@ class SparkPlan:
         return self.bounded().context.arrow_schema
 
     def partitions(self) -> list[tuple[bytes, ...]]:
-        """Serialized splits, packed into tasks of about ``splitSize`` bytes, in plan order."""
+        """Serialized splits packed into tasks (:func:`spark_tasks`), in plan order."""
         plan = self.bounded()
         options = plan.options
-        tasks = [
-            tuple(serialize_split(split) for split in task)
-            for task in pack(plan.splits(), options.split_size, options.split_open_file_cost)
-        ]
+        tasks = [tuple(serialize_split(split) for split in task)
+                 for task in spark_tasks(plan.splits(), options)]
         log.info("planned %d split(s) in %d Spark partition(s) for %s (filter %r)",
                  sum(len(t) for t in tasks), len(tasks), self.table, options.filter)
         return tasks

@@ -114,7 +114,8 @@ def read(spark: SparkSession, table: str, catalog: str | Catalog | None = None,
             the message) for a bad option, or the catalog / snapshot error.
     """
     register(spark)
-    merged = {**catalog_options(catalog),
+    merged = {"minPartitions": str(spark.sparkContext.defaultParallelism),
+              **catalog_options(catalog),
               **{k: _option_text(v) for k, v in (options or {}).items() if v is not None}}
     return spark.read.format(SOURCE_NAME).options(**merged).load(table)
 

@@ -152,9 +152,11 @@ class IcefloeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return end
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
-        """Splits of ``(start, end]``, packed to ``splitSize`` (driver); none when equal."""
+        """Splits of ``(start, end]``, packed by :func:`~icefloe.spark.planning.spark_tasks`
+        (driver); none when equal."""
         from icefloe.enumerator.continuous import Limits
-        from icefloe.splits import pack, serialize_split
+        from icefloe.spark.planning import spark_tasks
+        from icefloe.splits import serialize_split
 
         if start == end:
             return []
@@ -169,7 +171,7 @@ class IcefloeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         opts = driver.options
         return [
             InputPartition(tuple(serialize_split(s) for s in task))
-            for task in pack(splits, opts.split_size, opts.split_open_file_cost)
+            for task in spark_tasks(splits, opts)
         ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

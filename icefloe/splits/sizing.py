@@ -61,3 +61,22 @@ def pack(
         task_weight += weight
     if task:
         yield task
+
+
+def pack_for(
+    splits: Iterable[FileSplit], target_size: int, open_file_cost: int, min_tasks: int
+) -> list[list[FileSplit]]:
+    """:func:`pack` with a smaller target when that gives at least ``min_tasks`` tasks.
+
+    As Spark's file sources size their partitions: the target is
+    ``min(target_size, max(open_file_cost, total_weight / min_tasks))``, so a read smaller
+    than ``min_tasks`` x ``target_size`` still spreads over every core, and a big read
+    packs to ``target_size``. Splits are never cut further (a split is one task at most),
+    and order is kept. Materialises the splits (the engine needs the task list anyway).
+    """
+    if min_tasks < 1:
+        raise ValueError(f"min_tasks must be >= 1, got {min_tasks}")
+    listed = list(splits)
+    total = sum(max(s.weight, open_file_cost) for s in listed)
+    target = min(target_size, max(open_file_cost, -(-total // min_tasks)))
+    return list(pack(listed, target, open_file_cost))
