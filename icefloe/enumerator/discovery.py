@@ -21,9 +21,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from functools import cache
 from typing import Any, TypeVar
 
-from pyiceberg.avro.decoder import BinaryDecoder, new_decoder
+from pyiceberg.avro.decoder import new_decoder
 from pyiceberg.avro.file import AvroFile
-from pyiceberg.avro.reader import BinaryReader, IntegerReader, MapReader, OptionReader, StructReader
+from pyiceberg.avro.reader import StructReader
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.expressions.parser import parse as parse_filter
 from pyiceberg.expressions.visitors import (
@@ -49,6 +49,12 @@ from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot
 
+from icefloe.enumerator.manifest_decoder import (
+    STATS_FIELD_IDS,
+    LiveDataFile,
+    live_data_files,
+    stats_skipper,
+)
 from icefloe.errors import DataFileError
 
 log = logging.getLogger(__name__)
@@ -120,8 +126,6 @@ class FilterEvaluators:
         return self.partition_ok(data_file.spec_id)(data_file) and self._metrics(data_file)
 
 
-# column_sizes, value_counts, null_value_counts, nan_value_counts, lower_bounds, upper_bounds
-STATS_FIELD_IDS = frozenset({108, 109, 110, 137, 125, 128})
 _ENTRY_SCHEMA = MANIFEST_ENTRY_SCHEMAS[DEFAULT_READ_VERSION]
 _DATA_FILE_FIELDS = _ENTRY_SCHEMA.find_field(2).field_type.fields  # type: ignore[attr-defined]
 _STATS_POSITIONS = frozenset(
@@ -131,42 +135,13 @@ _READ_TYPES: dict[int, Any] = {-1: ManifestEntry, 2: DataFile}
 _READ_ENUMS: dict[int, Any] = {0: ManifestEntryStatus, 101: FileFormat, 134: DataFileContent}
 
 
-def _stats_skipper(reader: Any) -> Callable[[BinaryDecoder], None]:
-    """A function that steps over one stats map's bytes (as ``reader`` would read them)
-    and returns None; int->long and int->bytes maps take the decoder's bulk calls."""
-    optional = isinstance(reader, OptionReader)
-    inner = reader.option if optional else reader
-    if not (isinstance(inner, MapReader) and isinstance(inner.key, IntegerReader)
-            and isinstance(inner.value, IntegerReader | BinaryReader)):
-        def skip_any(decoder: BinaryDecoder) -> None:
-            reader.skip(decoder)
-        return skip_any
-    int_values = isinstance(inner.value, IntegerReader)
-
-    def skip_map(decoder: BinaryDecoder) -> None:
-        if optional and decoder.read_int() == 0:
-            return
-        scratch: dict[int, bytes] = {}
-        count = decoder.read_int()
-        while count != 0:
-            if count < 0:
-                count = -count
-                decoder.skip_int()  # block size in bytes
-            if int_values:
-                decoder.read_ints(count * 2)
-            else:
-                decoder.read_int_bytes_dict(count, scratch)
-            count = decoder.read_int()
-    return skip_map
-
-
 def _drop_stats(entry_reader: Any) -> None:
     """Make the data_file struct reader of ``entry_reader`` step over the stats maps."""
     for _, child in entry_reader.field_readers:
         if isinstance(child, StructReader) and child.create_struct is DataFile:
             readers = dict(child.field_readers)
             child._field_reader_functions = tuple(
-                (None, _stats_skipper(readers[pos])) if pos in _STATS_POSITIONS else (pos, fn)
+                (None, stats_skipper(readers[pos])) if pos in _STATS_POSITIONS else (pos, fn)
                 for pos, fn in child._field_reader_functions
             )
             return
@@ -220,6 +195,38 @@ def read_entries(io: FileIO, manifest: ManifestFile, snapshot_id: int,
             f"cannot read manifest {manifest.manifest_path} of snapshot {snapshot_id}: "
             f"{type(exc).__name__}: {exc}"
         ) from exc
+
+
+def live_data_files_of(io: FileIO, manifests: list[ManifestFile], snapshot_id: int
+                       ) -> Iterator[tuple[ManifestFile, list[LiveDataFile]]]:
+    """Each data manifest with its live data files (:func:`live_data_files`), in order.
+
+    For planning without a row filter: no stats, no PyIceberg records. The manifests'
+    bytes are fetched on the manifest pool (``lookahead`` in flight, so a remote FileIO
+    overlaps requests); decoding runs in the calling thread, one manifest at a time,
+    which keeps the pool's threads from contending for the GIL with it.
+
+    Raises:
+        DataFileError: a manifest is missing or unreadable (names it and the snapshot).
+    """
+    def fetch(manifest: ManifestFile) -> bytes | Exception:
+        try:
+            with io.new_input(manifest.manifest_path).open() as f:
+                return f.read()
+        except Exception as exc:  # raised in order, in the caller's thread
+            return exc
+
+    for manifest, content in zip(manifests, ordered_map(fetch, manifests), strict=True):
+        try:
+            if isinstance(content, Exception):
+                raise content
+            files = live_data_files(content, manifest)
+        except Exception as exc:
+            raise DataFileError(
+                f"cannot read manifest {manifest.manifest_path} of snapshot {snapshot_id}: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        yield manifest, files
 
 
 def snapshot_manifests(io: FileIO, snapshot: Snapshot) -> list[ManifestFile]:
