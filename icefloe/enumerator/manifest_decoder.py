@@ -5,12 +5,15 @@ only the status, the data sequence number and seven data-file fields (path, form
 partition, record count, size, split offsets). PyIceberg's reader builds a
 ``ManifestEntry`` and a ``DataFile`` record per entry, wraps three fields in enums and
 then applies inheritance on those records; at a million files that is most of the
-planning time. This decoder runs the same per-field readers PyIceberg resolves for the
-file (``resolve_reader`` against PyIceberg's own manifest-entry read schema, so v1 / v2
-layouts, optional fields, defaults and partition value types are PyIceberg's), but
-flattens them into one list of read-or-skip steps over the entry's bytes and builds no
-records: fields planning does not use (column stats maps, key metadata, equality ids,
-...) are stepped over.
+planning time. This decoder starts from the reader tree PyIceberg resolves for the file
+(``resolve_reader`` against PyIceberg's own manifest-entry read schema, so v1 / v2
+layouts, optional fields, defaults and partition value types are PyIceberg's) and turns
+it, once per writer schema, into one straight-line Python function per entry: primitive
+fields become direct calls of the binary decoder's methods (what PyIceberg's primitive
+readers call), every other reader is called as PyIceberg's own ``read`` / ``skip``, no
+record is built, and fields planning does not use (column stats maps, key metadata,
+equality ids, ...) are stepped over. The generated source is kept on the plan
+(``_plan(schema).source``) for inspection.
 
 Contract (checked against ``ManifestFile.fetch_manifest_entry`` in
 ``tests/enumerator/test_manifest_decoder.py``): :func:`live_data_files` returns, in file
@@ -41,12 +44,16 @@ from pyiceberg.avro.decoder import BinaryDecoder, new_decoder
 from pyiceberg.avro.file import MAGIC, META_SCHEMA, SYNC_SIZE, AvroFileHeader
 from pyiceberg.avro.reader import (
     BinaryReader,
+    BooleanReader,
     DefaultReader,
+    DoubleReader,
+    FloatReader,
     IntegerReader,
     MapReader,
     NoneReader,
     OptionReader,
     Reader,
+    StringReader,
     StructReader,
 )
 from pyiceberg.avro.resolver import EnumReader, construct_reader, resolve_reader
@@ -65,19 +72,32 @@ from pyiceberg.utils.schema_conversion import AvroSchemaConversion
 STATS_FIELD_IDS = frozenset({108, 109, 110, 137, 125, 128})
 _ENTRY_SCHEMA = MANIFEST_ENTRY_SCHEMAS[DEFAULT_READ_VERSION]
 _HEADER_READER = construct_reader(META_SCHEMA, {-1: AvroFileHeader})
-_EMPTY = new_decoder(b"")
 
-_STATUS, _SEQ, _PATH, _FORMAT, _PARTITION, _RECORDS, _SIZE, _OFFSETS = range(8)
+# what the generated entry function returns, in this order (by field id of the read schema)
+_ENTRY_SLOTS = {0: 0, 3: 1}  # status, sequence_number
+_DATA_FILE_SLOTS = {100: 2, 101: 3, 102: 4, 103: 5, 104: 6, 132: 7}  # path ... split_offsets
 _SLOTS = 8
-# field id -> slot; fields absent from here are stepped over
-_ENTRY_SLOTS = {0: _STATUS, 3: _SEQ}
-_DATA_FILE_SLOTS = {100: _PATH, 101: _FORMAT, 102: _PARTITION, 103: _RECORDS, 104: _SIZE,
-                    132: _OFFSETS}
 _DATA_FILE_ID = 2
 _PARTITION_ID = 102
 _ADDED = ManifestEntryStatus.ADDED.value
 _DELETED = ManifestEntryStatus.DELETED.value
 _STATUSES = frozenset(s.value for s in ManifestEntryStatus)
+
+# PyIceberg's primitive readers are one decoder call: inline that call. Keyed by the
+# reader class's method, so subclasses that keep it (DateReader, TimestampReader, ...)
+# are inlined and any reader that overrides it is called as itself.
+# new_decoder imports on every call: construct the decoder class directly
+_DECODER: Callable[[bytes], BinaryDecoder] = type(new_decoder(b""))
+_INLINE_READS: dict[Any, str] = {
+    IntegerReader.read: "read_int", StringReader.read: "read_utf8",
+    BinaryReader.read: "read_bytes", BooleanReader.read: "read_boolean",
+    FloatReader.read: "read_float", DoubleReader.read: "read_double",
+}
+_INLINE_SKIPS: dict[Any, str] = {
+    IntegerReader.skip: "skip_int", StringReader.skip: "skip_utf8",
+    BinaryReader.skip: "skip_bytes", BooleanReader.skip: "skip_boolean",
+    FloatReader.skip: "skip_float", DoubleReader.skip: "skip_double",
+}
 
 
 class LiveDataFile(NamedTuple):
@@ -90,9 +110,6 @@ class LiveDataFile(NamedTuple):
     file_size: int
     split_offsets: list[int] | None
     sequence_number: int | None
-
-
-Step = tuple[int, Callable[[BinaryDecoder], Any]]  # (slot or -1 to skip, read / skip function)
 
 
 def stats_skipper(reader: Any) -> Callable[[BinaryDecoder], None]:
@@ -123,77 +140,114 @@ def stats_skipper(reader: Any) -> Callable[[BinaryDecoder], None]:
     return skip_map
 
 
-def _partition_reader(reader: Reader) -> Callable[[BinaryDecoder], tuple[Any, ...]] | None:
-    """Partition values as a tuple, read with the partition struct's own field readers
-    (None: the struct has no fields, the value is ``()`` and no byte is read)."""
-    if not isinstance(reader, StructReader):
-        raise TypeError(f"partition is not a struct: {reader!r}")
-    positions = [pos for pos, _ in reader.field_readers]
-    if not positions:
-        return None
-    if positions != list(range(len(positions))):  # not PyIceberg's layout: keep its reader
-        read = reader.read
+class _Codegen:
+    """Builds the source of ``decode_entry(d)`` from a resolved entry reader."""
 
-        def read_record(decoder: BinaryDecoder) -> tuple[Any, ...]:
-            record: Any = read(decoder)
-            return tuple(record[i] for i in range(len(record)))
-        return read_record
-    field_reads = tuple(field.read for _, field in reader.field_readers)
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.namespace: dict[str, Any] = {
+            name: getattr(_DECODER, name)
+            for name in (*_INLINE_READS.values(), *_INLINE_SKIPS.values())
+        }
+        self.results = ["None"] * _SLOTS
 
-    def read_values(decoder: BinaryDecoder) -> tuple[Any, ...]:
-        return tuple([read(decoder) for read in field_reads])
-    return read_values
+    def bind(self, value: Any) -> str:
+        """A name for ``value`` in the generated function's globals."""
+        name = f"_v{len(self.namespace)}"
+        self.namespace[name] = value
+        return name
 
+    def read_expr(self, reader: Reader) -> str:
+        """An expression that reads one value as ``reader.read(d)`` would."""
+        if type(reader) is OptionReader:  # union [null, T]: the branch index, then T
+            return f"({self.read_expr(reader.option)} if read_int(d) > 0 else None)"
+        inline = _INLINE_READS.get(type(reader).read)
+        if inline is not None:
+            return f"{inline}(d)"
+        return f"{self.bind(reader.read)}(d)"
 
-def _steps(reader: StructReader, read_schema_fields: tuple[Any, ...], slots: dict[int, int],
-           defaults: list[Any]) -> list[Step]:
-    """Flatten one resolved struct reader into read-or-skip steps (recursing into data_file).
-
-    Readers of read-schema fields the file lacks (``DefaultReader`` / ``NoneReader``)
-    read no bytes: their value is taken once into ``defaults`` instead of a step.
-    """
-    steps: list[Step] = []
-    for pos, child in reader.field_readers:
-        field_id = read_schema_fields[pos].field_id if pos is not None else None
-        if pos is not None and field_id == _DATA_FILE_ID and isinstance(child, StructReader):
-            df_fields = read_schema_fields[pos].field_type.fields
-            steps.extend(_steps(child, df_fields, _DATA_FILE_SLOTS, defaults))
-            continue
-        slot = slots.get(field_id, -1) if field_id is not None else -1
-        if isinstance(child, EnumReader):  # the raw value: status / format are mapped later
-            child = child.reader
-        if isinstance(child, DefaultReader | NoneReader):
-            if slot >= 0:
-                defaults[slot] = child.read(_EMPTY)
-        elif slot < 0:
-            steps.append((-1, stats_skipper(child) if field_id in STATS_FIELD_IDS
-                          else child.skip))
-        elif field_id == _PARTITION_ID:
-            read_partition = _partition_reader(child)
-            if read_partition is None:
-                defaults[slot] = ()
-            else:
-                steps.append((slot, read_partition))
+    def skip(self, reader: Reader, field_id: int | None, indent: str = "    ") -> None:
+        """Statements that step over one value as ``reader.skip(d)`` would."""
+        if field_id in STATS_FIELD_IDS:
+            self.lines.append(f"{indent}{self.bind(stats_skipper(reader))}(d)")
+        elif type(reader) is OptionReader:
+            self.lines.append(f"{indent}if read_int(d) > 0:")
+            self.skip(reader.option, None, indent + "    ")
+        elif (inline := _INLINE_SKIPS.get(type(reader).skip)) is not None:
+            self.lines.append(f"{indent}{inline}(d)")
         else:
-            steps.append((slot, child.read))
-    return steps
+            self.lines.append(f"{indent}{self.bind(reader.skip)}(d)")
+
+    def partition(self, reader: Reader, slot: int) -> None:
+        """The partition values as a tuple, each read by its field's own reader."""
+        if not isinstance(reader, StructReader):
+            raise TypeError(f"partition is not a struct: {reader!r}")
+        positions = [pos for pos, _ in reader.field_readers]
+        if not positions:
+            self.results[slot] = "()"
+        elif positions == list(range(len(positions))):
+            values = "".join(f"{self.read_expr(field)}, " for _, field in reader.field_readers)
+            self.lines.append(f"    r{slot} = ({values})")  # evaluated left to right
+            self.results[slot] = f"r{slot}"
+        else:  # not the layout PyIceberg resolves today: its record, as a tuple
+            self.lines.append(f"    r{slot} = {self.bind(_record_tuple)}"
+                              f"({self.bind(reader.read)}(d))")
+            self.results[slot] = f"r{slot}"
+
+    def struct(self, reader: StructReader, read_fields: tuple[Any, ...],
+               slots: dict[int, int]) -> None:
+        """Every field of ``reader`` in file order (recursing into data_file)."""
+        for pos, child in reader.field_readers:
+            field_id = read_fields[pos].field_id if pos is not None else None
+            if pos is not None and field_id == _DATA_FILE_ID and isinstance(child, StructReader):
+                self.struct(child, read_fields[pos].field_type.fields, _DATA_FILE_SLOTS)
+                continue
+            slot = slots.get(field_id, -1) if field_id is not None else -1
+            if isinstance(child, EnumReader):  # the raw value: status / format mapped later
+                child = child.reader
+            if isinstance(child, DefaultReader | NoneReader):  # not in the file: no bytes
+                if slot >= 0:
+                    self.results[slot] = self.bind(child.read(new_decoder(b"")))
+            elif slot < 0:
+                self.skip(child, field_id)
+            elif field_id == _PARTITION_ID:
+                self.partition(child, slot)
+            else:
+                self.lines.append(f"    r{slot} = {self.read_expr(child)}")
+                self.results[slot] = f"r{slot}"
+
+    def source(self) -> str:
+        body = self.lines or ["    pass"]
+        return "\n".join(["def decode_entry(d):", *body,
+                          f"    return ({', '.join(self.results)})", ""])
+
+
+def _record_tuple(record: Any) -> tuple[Any, ...]:
+    return tuple(record[i] for i in range(len(record)))
+
+
+EntryDecoder = Callable[[BinaryDecoder], tuple[Any, ...]]
 
 
 class _Plan(NamedTuple):
-    steps: tuple[Step, ...]
-    defaults: tuple[Any, ...]
+    decode_entry: EntryDecoder
+    source: str
 
 
 @lru_cache(maxsize=64)
 def _plan(avro_schema: str) -> _Plan:
-    """Steps for one writer schema (manifests of one table share a handful of schemas)."""
+    """The entry decoder of one writer schema (a table's manifests share a few schemas)."""
     file_schema: Schema = AvroSchemaConversion().avro_to_iceberg(json.loads(avro_schema))
     entry_reader = resolve_reader(file_schema, _ENTRY_SCHEMA)
     if not isinstance(entry_reader, StructReader):
         raise TypeError(f"manifest entry is not a struct: {entry_reader!r}")
-    defaults: list[Any] = [None] * _SLOTS
-    steps = _steps(entry_reader, _ENTRY_SCHEMA.fields, _ENTRY_SLOTS, defaults)
-    return _Plan(tuple(steps), tuple(defaults))
+    gen = _Codegen()
+    gen.struct(entry_reader, _ENTRY_SCHEMA.fields, _ENTRY_SLOTS)
+    source = gen.source()
+    # the source holds only names made here (decoder methods, bound readers, slot
+    # variables), never text from the file
+    exec(compile(source, "<icefloe manifest entry decoder>", "exec"), gen.namespace)
+    return _Plan(gen.namespace["decode_entry"], source)
 
 
 _FORMAT_NAMES: dict[str, str] = {}
@@ -221,8 +275,8 @@ def live_data_files(content: bytes, manifest: ManifestFile) -> list[LiveDataFile
         raise ValueError(f"Unsupported codec: {codec_name}")
     codec = KNOWN_CODECS[codec_name]
     decompress = codec.decompress if codec else None
-    plan = _plan(header.meta["avro.schema"])
-    steps, defaults = plan.steps, plan.defaults
+    decode_entry = _plan(header.meta["avro.schema"]).decode_entry
+    new_block = _DECODER
     sync = header.sync
     manifest_seq = manifest.sequence_number
     inherit_all = manifest_seq == 0
@@ -238,22 +292,15 @@ def live_data_files(content: bytes, manifest: ManifestFile) -> list[LiveDataFile
             break
         first = False
         data = decoder.read_bytes()
-        block = new_decoder(decompress(data) if decompress else data)
+        block = new_block(decompress(data) if decompress else data)
         for _ in range(count):
-            row = list(defaults)
-            for slot, fn in steps:
-                if slot < 0:
-                    fn(block)
-                else:
-                    row[slot] = fn(block)
-            status = row[_STATUS]
+            status, seq, path, fmt, partition, records, size, offsets = decode_entry(block)
             if status == _DELETED:
                 continue
             if status not in _STATUSES:
                 raise ValueError(f"unknown manifest entry status {status!r}")
-            seq = row[_SEQ]
             if seq is None and (inherit_all or status == _ADDED):
                 seq = manifest_seq
-            append(LiveDataFile(row[_PATH], _format_name(row[_FORMAT]), row[_PARTITION],
-                                row[_RECORDS], row[_SIZE], row[_OFFSETS], seq))
+            append(LiveDataFile(path, _format_name(fmt), partition, records, size, offsets,
+                                seq))
     return out

@@ -29,7 +29,7 @@ from icefloe.enumerator.discovery import (
     snapshot_manifests,
 )
 from icefloe.splits.sizing import byte_ranges
-from icefloe.splits.split import FileSplit, make_split_id
+from icefloe.splits.split import FileSplit, make_split_id, new_split
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ class TableSplitPlanner:
         """The splits of one data file, ordinals from ``first_ordinal`` (byte-range order)."""
         applied = deletes.for_data_file(seq, path, spec_id, partition) if deletes else ()
         if size <= self.split_size:  # one range: what byte_ranges returns, without the call
-            return [FileSplit(make_split_id(snapshot_id, path, 0, size), path, fmt, 0, size,
+            return [new_split(make_split_id(snapshot_id, path, 0, size), path, fmt, 0, size,
                               records, size, records, spec_id, partition, snapshot_id, seq,
                               first_ordinal, applied)]
         ranges = byte_ranges(size, split_offsets, self.split_size)
@@ -98,7 +98,7 @@ class TableSplitPlanner:
         for i, (start, length) in enumerate(ranges):
             part_records = records if len(ranges) == 1 else \
                 max(1, records * length // max(size, 1))
-            out.append(FileSplit(make_split_id(snapshot_id, path, start, length), path, fmt,
+            out.append(new_split(make_split_id(snapshot_id, path, start, length), path, fmt,
                                  start, length, part_records, size, records, spec_id,
                                  partition, snapshot_id, seq, first_ordinal + i, applied))
         return out
@@ -146,7 +146,7 @@ class TableSplitPlanner:
                 seq = seq or INITIAL_SEQUENCE_NUMBER
                 if size <= split_size and deletes is None:  # the common case, inlined
                     if ordinal >= start_ordinal:
-                        yield FileSplit(make_split_id(snapshot_id, path, 0, size), path, fmt,
+                        yield new_split(make_split_id(snapshot_id, path, 0, size), path, fmt,
                                         0, size, records, size, records, spec_id, partition,
                                         snapshot_id, seq, ordinal, ())
                     ordinal += 1
