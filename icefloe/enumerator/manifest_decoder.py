@@ -112,17 +112,25 @@ class LiveDataFile(NamedTuple):
     sequence_number: int | None
 
 
-def stats_skipper(reader: Any) -> Callable[[BinaryDecoder], None]:
-    """A function that steps over one stats map's bytes (as ``reader`` would read them)
-    and returns None; int->long and int->bytes maps take the decoder's bulk calls."""
+def _stats_map_shape(reader: Any) -> tuple[bool, bool] | None:
+    """(optional, int values) of an int->long or int->bytes map reader, else None."""
     optional = isinstance(reader, OptionReader)
     inner = reader.option if optional else reader
     if not (isinstance(inner, MapReader) and isinstance(inner.key, IntegerReader)
             and isinstance(inner.value, IntegerReader | BinaryReader)):
+        return None
+    return optional, isinstance(inner.value, IntegerReader)
+
+
+def stats_skipper(reader: Any) -> Callable[[BinaryDecoder], None]:
+    """A function that steps over one stats map's bytes (as ``reader`` would read them)
+    and returns None; int->long and int->bytes maps take the decoder's bulk calls."""
+    shape = _stats_map_shape(reader)
+    if shape is None:
         def skip_any(decoder: BinaryDecoder) -> None:
             reader.skip(decoder)
         return skip_any
-    int_values = isinstance(inner.value, IntegerReader)
+    optional, int_values = shape
 
     def skip_map(decoder: BinaryDecoder) -> None:
         if optional and decoder.read_int() == 0:
@@ -147,7 +155,8 @@ class _Codegen:
         self.lines: list[str] = []
         self.namespace: dict[str, Any] = {
             name: getattr(_DECODER, name)
-            for name in (*_INLINE_READS.values(), *_INLINE_SKIPS.values())
+            for name in (*_INLINE_READS.values(), *_INLINE_SKIPS.values(),
+                         "skip", "read_ints", "read_int_bytes_dict")
         }
         self.results = ["None"] * _SLOTS
 
@@ -169,7 +178,7 @@ class _Codegen:
     def skip(self, reader: Reader, field_id: int | None, indent: str = "    ") -> None:
         """Statements that step over one value as ``reader.skip(d)`` would."""
         if field_id in STATS_FIELD_IDS:
-            self.lines.append(f"{indent}{self.bind(stats_skipper(reader))}(d)")
+            self.skip_stats(reader, indent)
         elif type(reader) is OptionReader:
             self.lines.append(f"{indent}if read_int(d) > 0:")
             self.skip(reader.option, None, indent + "    ")
@@ -177,6 +186,28 @@ class _Codegen:
             self.lines.append(f"{indent}{inline}(d)")
         else:
             self.lines.append(f"{indent}{self.bind(reader.skip)}(d)")
+
+    def skip_stats(self, reader: Reader, indent: str) -> None:
+        """Step over a column stats map (as :func:`stats_skipper`, inlined)."""
+        shape = _stats_map_shape(reader)
+        if shape is None:
+            self.lines.append(f"{indent}{self.bind(stats_skipper(reader))}(d)")
+            return
+        optional, int_values = shape
+        if optional:
+            self.lines.append(f"{indent}if read_int(d) > 0:")
+            indent += "    "
+        step = ("read_ints(d, n * 2)" if int_values
+                else f"read_int_bytes_dict(d, n, {self.bind({})})")  # a scratch dict
+        self.lines += [
+            f"{indent}n = read_int(d)",
+            f"{indent}while n:",
+            f"{indent}    if n < 0:  # a block with its size in bytes",
+            f"{indent}        skip(d, read_int(d))",
+            f"{indent}    else:",
+            f"{indent}        {step}",
+            f"{indent}    n = read_int(d)",
+        ]
 
     def partition(self, reader: Reader, slot: int) -> None:
         """The partition values as a tuple, each read by its field's own reader."""
