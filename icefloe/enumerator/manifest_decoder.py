@@ -83,11 +83,11 @@ _ADDED = ManifestEntryStatus.ADDED.value
 _DELETED = ManifestEntryStatus.DELETED.value
 _STATUSES = frozenset(s.value for s in ManifestEntryStatus)
 
+# new_decoder imports on every call (a few µs, once per block): use its class directly
+_DECODER: Callable[[bytes], BinaryDecoder] = type(new_decoder(b""))
 # PyIceberg's primitive readers are one decoder call: inline that call. Keyed by the
 # reader class's method, so subclasses that keep it (DateReader, TimestampReader, ...)
 # are inlined and any reader that overrides it is called as itself.
-# new_decoder imports on every call: construct the decoder class directly
-_DECODER: Callable[[bytes], BinaryDecoder] = type(new_decoder(b""))
 _INLINE_READS: dict[Any, str] = {
     IntegerReader.read: "read_int", StringReader.read: "read_utf8",
     BinaryReader.read: "read_bytes", BooleanReader.read: "read_boolean",
@@ -296,6 +296,7 @@ def live_data_files(content: bytes, manifest: ManifestFile) -> list[LiveDataFile
 
     Raises:
         ValueError: not an Avro file, an unknown codec or status, or a bad sync marker.
+        EOFError: the bytes end inside a block.
     """
     decoder = new_decoder(content)
     header = _HEADER_READER.read(decoder)
