@@ -6,11 +6,12 @@ snapshot itself added (``added_snapshot_id``), so its cost follows the size of t
 change, not of the table. Manifests are decoded on a small thread pool, in
 manifest-list order (results come back in order; at most ``lookahead`` in flight).
 
-Decoding skips what planning does not use: without a row filter, data manifests are
-read without the per-column stats maps (``column_sizes`` ... ``upper_bounds`` are left
-None on the entries, as Java's ``ManifestReader.select``); the maps' bytes are stepped
-over without building dicts. Delete manifests always keep their stats (position delete
-bounds on ``file_path`` narrow which data files a delete applies to).
+Without a row filter, data manifests are decoded by the planning-only decoder
+(:mod:`icefloe.enumerator.manifest_decoder`: no column stats, no PyIceberg records;
+:func:`live_data_files_of`); the manifest bytes are fetched on the pool and decoded in
+the planning thread. With a filter (the metrics evaluator reads the stats), for delete
+manifests (position delete bounds on ``file_path`` narrow which data files a delete
+applies to) and for incremental discovery, entries are PyIceberg's full records.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from typing import Any, TypeVar
 
 from pyiceberg.avro.decoder import new_decoder
 from pyiceberg.avro.file import AvroFile
-from pyiceberg.avro.reader import StructReader
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.expressions.parser import parse as parse_filter
 from pyiceberg.expressions.visitors import (
@@ -50,10 +50,8 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot
 
 from icefloe.enumerator.manifest_decoder import (
-    STATS_FIELD_IDS,
     LiveDataFile,
     live_data_files,
-    stats_skipper,
 )
 from icefloe.errors import DataFileError
 
@@ -127,40 +125,16 @@ class FilterEvaluators:
 
 
 _ENTRY_SCHEMA = MANIFEST_ENTRY_SCHEMAS[DEFAULT_READ_VERSION]
-_DATA_FILE_FIELDS = _ENTRY_SCHEMA.find_field(2).field_type.fields  # type: ignore[attr-defined]
-_STATS_POSITIONS = frozenset(
-    pos for pos, f in enumerate(_DATA_FILE_FIELDS) if f.field_id in STATS_FIELD_IDS
-)
 _READ_TYPES: dict[int, Any] = {-1: ManifestEntry, 2: DataFile}
 _READ_ENUMS: dict[int, Any] = {0: ManifestEntryStatus, 101: FileFormat, 134: DataFileContent}
 
 
-def _drop_stats(entry_reader: Any) -> None:
-    """Make the data_file struct reader of ``entry_reader`` step over the stats maps."""
-    for _, child in entry_reader.field_readers:
-        if isinstance(child, StructReader) and child.create_struct is DataFile:
-            readers = dict(child.field_readers)
-            child._field_reader_functions = tuple(
-                (None, stats_skipper(readers[pos])) if pos in _STATS_POSITIONS else (pos, fn)
-                for pos, fn in child._field_reader_functions
-            )
-            return
-
-
-def decode_entries(io: FileIO, manifest: ManifestFile, with_stats: bool = True
-                   ) -> list[ManifestEntry]:
+def decode_entries(io: FileIO, manifest: ManifestFile) -> list[ManifestEntry]:
     """All entries (live and deleted) of one manifest, in file order, with inherited
-    sequence numbers and snapshot ids (as PyIceberg's ``fetch_manifest_entry``).
-
-    Args:
-        with_stats: False leaves the per-column stats maps of every data file None
-            (``STATS_FIELD_IDS``); everything else is decoded as PyIceberg does.
-    """
+    sequence numbers and snapshot ids (as PyIceberg's ``fetch_manifest_entry``)."""
     entries: list[ManifestEntry] = []
     with AvroFile[ManifestEntry](io.new_input(manifest.manifest_path), _ENTRY_SCHEMA,
                                  read_types=_READ_TYPES, read_enums=_READ_ENUMS) as avro:
-        if not with_stats:
-            _drop_stats(avro.reader)
         read = avro.reader.read
         decoder = avro.decoder
         codec = avro.header.compression_codec()
@@ -181,15 +155,14 @@ def decode_entries(io: FileIO, manifest: ManifestFile, with_stats: bool = True
     return entries
 
 
-def read_entries(io: FileIO, manifest: ManifestFile, snapshot_id: int,
-                 with_stats: bool = True) -> list[ManifestEntry]:
+def read_entries(io: FileIO, manifest: ManifestFile, snapshot_id: int) -> list[ManifestEntry]:
     """All entries (live and deleted) of one manifest (see :func:`decode_entries`).
 
     Raises:
         DataFileError: the manifest is missing or unreadable (names it and the snapshot).
     """
     try:
-        return decode_entries(io, manifest, with_stats)
+        return decode_entries(io, manifest)
     except Exception as exc:
         raise DataFileError(
             f"cannot read manifest {manifest.manifest_path} of snapshot {snapshot_id}: "
@@ -242,15 +215,13 @@ def snapshot_manifests(io: FileIO, snapshot: Snapshot) -> list[ManifestFile]:
 
 def live_entries(
     io: FileIO, manifests: list[ManifestFile], snapshot_id: int,
-    keep: Callable[[ManifestEntry], bool], with_stats: bool = True,
+    keep: Callable[[ManifestEntry], bool],
 ) -> Iterator[ManifestEntry]:
-    """Live (ADDED / EXISTING) entries of ``manifests`` that ``keep`` accepts, in order.
-
-    ``with_stats=False`` leaves the data files' column stats None (see :func:`decode_entries`).
-    """
+    """Live (ADDED / EXISTING) entries of ``manifests`` that ``keep`` accepts, in order
+    (PyIceberg's full records, column stats included)."""
     def load(manifest: ManifestFile) -> list[ManifestEntry]:
         return [
-            e for e in read_entries(io, manifest, snapshot_id, with_stats)
+            e for e in read_entries(io, manifest, snapshot_id)
             if e.status != ManifestEntryStatus.DELETED and keep(e)
         ]
     for entries in ordered_map(load, manifests):
