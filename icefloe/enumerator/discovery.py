@@ -6,11 +6,12 @@ snapshot itself added (``added_snapshot_id``), so its cost follows the size of t
 change, not of the table. Manifests are decoded on a small thread pool, in
 manifest-list order (results come back in order; at most ``lookahead`` in flight).
 
-Decoding skips what planning does not use: without a row filter, data manifests are
-read without the per-column stats maps (``column_sizes`` ... ``upper_bounds`` are left
-None on the entries, as Java's ``ManifestReader.select``); the maps' bytes are stepped
-over without building dicts. Delete manifests always keep their stats (position delete
-bounds on ``file_path`` narrow which data files a delete applies to).
+Without a row filter, data manifests are decoded by the planning-only decoder
+(:mod:`icefloe.enumerator.manifest_decoder`: no column stats, no PyIceberg records;
+:func:`live_data_files_of`); the manifest bytes are fetched on the pool and decoded in
+the planning thread. With a filter (the metrics evaluator reads the stats), for delete
+manifests (position delete bounds on ``file_path`` narrow which data files a delete
+applies to) and for incremental discovery, entries are PyIceberg's full records.
 """
 
 from __future__ import annotations
@@ -21,9 +22,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from functools import cache
 from typing import Any, TypeVar
 
-from pyiceberg.avro.decoder import BinaryDecoder, new_decoder
+from pyiceberg.avro.decoder import new_decoder
 from pyiceberg.avro.file import AvroFile
-from pyiceberg.avro.reader import BinaryReader, IntegerReader, MapReader, OptionReader, StructReader
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.expressions.parser import parse as parse_filter
 from pyiceberg.expressions.visitors import (
@@ -49,6 +49,10 @@ from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot
 
+from icefloe.enumerator.manifest_decoder import (
+    LiveDataFile,
+    live_data_files,
+)
 from icefloe.errors import DataFileError
 
 log = logging.getLogger(__name__)
@@ -120,72 +124,17 @@ class FilterEvaluators:
         return self.partition_ok(data_file.spec_id)(data_file) and self._metrics(data_file)
 
 
-# column_sizes, value_counts, null_value_counts, nan_value_counts, lower_bounds, upper_bounds
-STATS_FIELD_IDS = frozenset({108, 109, 110, 137, 125, 128})
 _ENTRY_SCHEMA = MANIFEST_ENTRY_SCHEMAS[DEFAULT_READ_VERSION]
-_DATA_FILE_FIELDS = _ENTRY_SCHEMA.find_field(2).field_type.fields  # type: ignore[attr-defined]
-_STATS_POSITIONS = frozenset(
-    pos for pos, f in enumerate(_DATA_FILE_FIELDS) if f.field_id in STATS_FIELD_IDS
-)
 _READ_TYPES: dict[int, Any] = {-1: ManifestEntry, 2: DataFile}
 _READ_ENUMS: dict[int, Any] = {0: ManifestEntryStatus, 101: FileFormat, 134: DataFileContent}
 
 
-def _stats_skipper(reader: Any) -> Callable[[BinaryDecoder], None]:
-    """A function that steps over one stats map's bytes (as ``reader`` would read them)
-    and returns None; int->long and int->bytes maps take the decoder's bulk calls."""
-    optional = isinstance(reader, OptionReader)
-    inner = reader.option if optional else reader
-    if not (isinstance(inner, MapReader) and isinstance(inner.key, IntegerReader)
-            and isinstance(inner.value, IntegerReader | BinaryReader)):
-        def skip_any(decoder: BinaryDecoder) -> None:
-            reader.skip(decoder)
-        return skip_any
-    int_values = isinstance(inner.value, IntegerReader)
-
-    def skip_map(decoder: BinaryDecoder) -> None:
-        if optional and decoder.read_int() == 0:
-            return
-        scratch: dict[int, bytes] = {}
-        count = decoder.read_int()
-        while count != 0:
-            if count < 0:
-                count = -count
-                decoder.skip_int()  # block size in bytes
-            if int_values:
-                decoder.read_ints(count * 2)
-            else:
-                decoder.read_int_bytes_dict(count, scratch)
-            count = decoder.read_int()
-    return skip_map
-
-
-def _drop_stats(entry_reader: Any) -> None:
-    """Make the data_file struct reader of ``entry_reader`` step over the stats maps."""
-    for _, child in entry_reader.field_readers:
-        if isinstance(child, StructReader) and child.create_struct is DataFile:
-            readers = dict(child.field_readers)
-            child._field_reader_functions = tuple(
-                (None, _stats_skipper(readers[pos])) if pos in _STATS_POSITIONS else (pos, fn)
-                for pos, fn in child._field_reader_functions
-            )
-            return
-
-
-def decode_entries(io: FileIO, manifest: ManifestFile, with_stats: bool = True
-                   ) -> list[ManifestEntry]:
+def decode_entries(io: FileIO, manifest: ManifestFile) -> list[ManifestEntry]:
     """All entries (live and deleted) of one manifest, in file order, with inherited
-    sequence numbers and snapshot ids (as PyIceberg's ``fetch_manifest_entry``).
-
-    Args:
-        with_stats: False leaves the per-column stats maps of every data file None
-            (``STATS_FIELD_IDS``); everything else is decoded as PyIceberg does.
-    """
+    sequence numbers and snapshot ids (as PyIceberg's ``fetch_manifest_entry``)."""
     entries: list[ManifestEntry] = []
     with AvroFile[ManifestEntry](io.new_input(manifest.manifest_path), _ENTRY_SCHEMA,
                                  read_types=_READ_TYPES, read_enums=_READ_ENUMS) as avro:
-        if not with_stats:
-            _drop_stats(avro.reader)
         read = avro.reader.read
         decoder = avro.decoder
         codec = avro.header.compression_codec()
@@ -206,20 +155,51 @@ def decode_entries(io: FileIO, manifest: ManifestFile, with_stats: bool = True
     return entries
 
 
-def read_entries(io: FileIO, manifest: ManifestFile, snapshot_id: int,
-                 with_stats: bool = True) -> list[ManifestEntry]:
+def read_entries(io: FileIO, manifest: ManifestFile, snapshot_id: int) -> list[ManifestEntry]:
     """All entries (live and deleted) of one manifest (see :func:`decode_entries`).
 
     Raises:
         DataFileError: the manifest is missing or unreadable (names it and the snapshot).
     """
     try:
-        return decode_entries(io, manifest, with_stats)
+        return decode_entries(io, manifest)
     except Exception as exc:
         raise DataFileError(
             f"cannot read manifest {manifest.manifest_path} of snapshot {snapshot_id}: "
             f"{type(exc).__name__}: {exc}"
         ) from exc
+
+
+def live_data_files_of(io: FileIO, manifests: list[ManifestFile], snapshot_id: int
+                       ) -> Iterator[tuple[ManifestFile, list[LiveDataFile]]]:
+    """Each data manifest with its live data files (:func:`live_data_files`), in order.
+
+    For planning without a row filter: no stats, no PyIceberg records. The manifests'
+    bytes are fetched on the manifest pool (``lookahead`` in flight, so a remote FileIO
+    overlaps requests); decoding runs in the calling thread, one manifest at a time,
+    which keeps the pool's threads from contending for the GIL with it.
+
+    Raises:
+        DataFileError: a manifest is missing or unreadable (names it and the snapshot).
+    """
+    def fetch(manifest: ManifestFile) -> bytes | Exception:
+        try:
+            with io.new_input(manifest.manifest_path).open() as f:
+                return f.read()
+        except Exception as exc:  # raised in order, in the caller's thread
+            return exc
+
+    for manifest, content in zip(manifests, ordered_map(fetch, manifests), strict=True):
+        try:
+            if isinstance(content, Exception):
+                raise content
+            files = live_data_files(content, manifest)
+        except Exception as exc:
+            raise DataFileError(
+                f"cannot read manifest {manifest.manifest_path} of snapshot {snapshot_id}: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        yield manifest, files
 
 
 def snapshot_manifests(io: FileIO, snapshot: Snapshot) -> list[ManifestFile]:
@@ -235,15 +215,13 @@ def snapshot_manifests(io: FileIO, snapshot: Snapshot) -> list[ManifestFile]:
 
 def live_entries(
     io: FileIO, manifests: list[ManifestFile], snapshot_id: int,
-    keep: Callable[[ManifestEntry], bool], with_stats: bool = True,
+    keep: Callable[[ManifestEntry], bool],
 ) -> Iterator[ManifestEntry]:
-    """Live (ADDED / EXISTING) entries of ``manifests`` that ``keep`` accepts, in order.
-
-    ``with_stats=False`` leaves the data files' column stats None (see :func:`decode_entries`).
-    """
+    """Live (ADDED / EXISTING) entries of ``manifests`` that ``keep`` accepts, in order
+    (PyIceberg's full records, column stats included)."""
     def load(manifest: ManifestFile) -> list[ManifestEntry]:
         return [
-            e for e in read_entries(io, manifest, snapshot_id, with_stats)
+            e for e in read_entries(io, manifest, snapshot_id)
             if e.status != ManifestEntryStatus.DELETED and keep(e)
         ]
     for entries in ordered_map(load, manifests):

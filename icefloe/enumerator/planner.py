@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from typing import Protocol
+from typing import Any, Protocol
 
 from pyiceberg.io import FileIO
-from pyiceberg.manifest import DataFileContent, ManifestContent, ManifestEntry
+from pyiceberg.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestFile
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot
@@ -23,12 +23,13 @@ from pyiceberg.transforms import VoidTransform
 from icefloe.enumerator.deletes import INITIAL_SEQUENCE_NUMBER, DeleteIndex, partition_tuple
 from icefloe.enumerator.discovery import (
     FilterEvaluators,
+    live_data_files_of,
     live_entries,
     snapshot_changes,
     snapshot_manifests,
 )
 from icefloe.splits.sizing import byte_ranges
-from icefloe.splits.split import FileSplit, make_split_id
+from icefloe.splits.split import FileSplit, make_split_id, new_split
 
 log = logging.getLogger(__name__)
 
@@ -73,35 +74,33 @@ class TableSplitPlanner:
     def _entry_splits(self, entry: ManifestEntry, snapshot_id: int, first_ordinal: int,
                       deletes: DeleteIndex | None) -> list[FileSplit]:
         df = entry.data_file
-        seq = entry.sequence_number or INITIAL_SEQUENCE_NUMBER
-        partition = partition_tuple(df.partition)
-        applied = deletes.for_data_file(seq, df.file_path, df.spec_id, partition) if deletes else ()
         file_format = df.file_format
         fmt = file_format.name if hasattr(file_format, "name") else str(file_format)
-        path = df.file_path
-        size = df.file_size_in_bytes
+        return self._file_splits(
+            df.file_path, fmt, partition_tuple(df.partition), df.record_count,
+            df.file_size_in_bytes, df.split_offsets, df.spec_id,
+            entry.sequence_number or INITIAL_SEQUENCE_NUMBER, snapshot_id, first_ordinal,
+            deletes,
+        )
+
+    def _file_splits(self, path: str, fmt: str, partition: tuple[Any, ...], records: int,
+                     size: int, split_offsets: list[int] | None, spec_id: int, seq: int,
+                     snapshot_id: int, first_ordinal: int, deletes: DeleteIndex | None,
+                     ) -> list[FileSplit]:
+        """The splits of one data file, ordinals from ``first_ordinal`` (byte-range order)."""
+        applied = deletes.for_data_file(seq, path, spec_id, partition) if deletes else ()
         if size <= self.split_size:  # one range: what byte_ranges returns, without the call
-            return [FileSplit(
-                split_id=make_split_id(snapshot_id, path, 0, size),
-                file_path=path, file_format=fmt, start=0, length=size,
-                record_count=df.record_count, file_size=size,
-                file_record_count=df.record_count, spec_id=df.spec_id, partition=partition,
-                snapshot_id=snapshot_id, sequence_number=seq, ordinal=first_ordinal,
-                delete_files=applied,
-            )]
-        ranges = byte_ranges(size, df.split_offsets, self.split_size)
+            return [new_split(make_split_id(snapshot_id, path, 0, size), path, fmt, 0, size,
+                              records, size, records, spec_id, partition, snapshot_id, seq,
+                              first_ordinal, applied)]
+        ranges = byte_ranges(size, split_offsets, self.split_size)
         out = []
         for i, (start, length) in enumerate(ranges):
-            records = df.record_count if len(ranges) == 1 else \
-                max(1, df.record_count * length // max(size, 1))
-            out.append(FileSplit(
-                split_id=make_split_id(snapshot_id, path, start, length),
-                file_path=path, file_format=fmt, start=start, length=length,
-                record_count=records, file_size=size,
-                file_record_count=df.record_count, spec_id=df.spec_id, partition=partition,
-                snapshot_id=snapshot_id, sequence_number=seq, ordinal=first_ordinal + i,
-                delete_files=applied,
-            ))
+            part_records = records if len(ranges) == 1 else \
+                max(1, records * length // max(size, 1))
+            out.append(new_split(make_split_id(snapshot_id, path, start, length), path, fmt,
+                                 start, length, part_records, size, records, spec_id,
+                                 partition, snapshot_id, seq, first_ordinal + i, applied))
         return out
 
     def _delete_index(self, snapshot: Snapshot, manifests: list) -> DeleteIndex:
@@ -122,15 +121,41 @@ class TableSplitPlanner:
             if m.content == ManifestContent.DATA
             and self.filters.manifest_ok(m.partition_spec_id)(m)
         ]
+        if self.filters.always_true:
+            yield from self._plan_unfiltered(snapshot.snapshot_id, data, start_ordinal,
+                                             deletes if deletes.count else None)
+            return
         ordinal = 0
-        # stats are only read by the metrics filter: without a filter, skip decoding them
+        # the metrics filter reads the column stats: PyIceberg's full entries
         for entry in live_entries(self.io, data, snapshot.snapshot_id,
-                                  lambda e: self.filters.file_ok(e.data_file),
-                                  with_stats=not self.filters.always_true):
+                                  lambda e: self.filters.file_ok(e.data_file)):
             for split in self._entry_splits(entry, snapshot.snapshot_id, ordinal, deletes):
                 if split.ordinal >= start_ordinal:
                     yield split
                 ordinal += 1
+
+    def _plan_unfiltered(self, snapshot_id: int, data: list[ManifestFile], start_ordinal: int,
+                         deletes: DeleteIndex | None) -> Iterator[FileSplit]:
+        """Every live file of ``data`` as splits, from the planning-only manifest decoder
+        (the same splits, ids and order as the entry path, without stats or records)."""
+        split_size = self.split_size
+        ordinal = 0
+        for manifest, files in live_data_files_of(self.io, data, snapshot_id):
+            spec_id = manifest.partition_spec_id
+            for path, fmt, partition, records, size, offsets, seq in files:
+                seq = seq or INITIAL_SEQUENCE_NUMBER
+                if size <= split_size and deletes is None:  # the common case, inlined
+                    if ordinal >= start_ordinal:
+                        yield new_split(make_split_id(snapshot_id, path, 0, size), path, fmt,
+                                        0, size, records, size, records, spec_id, partition,
+                                        snapshot_id, seq, ordinal, ())
+                    ordinal += 1
+                    continue
+                for split in self._file_splits(path, fmt, partition, records, size, offsets,
+                                               spec_id, seq, snapshot_id, ordinal, deletes):
+                    if split.ordinal >= start_ordinal:
+                        yield split
+                    ordinal += 1
 
     def plan_added(self, snapshot: Snapshot) -> Iterator[FileSplit]:
         changes = snapshot_changes(self.io, snapshot)

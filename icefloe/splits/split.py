@@ -110,9 +110,49 @@ class FileSplit:
         return self.length + sum(d.file_size for d in self.delete_files)
 
 
+_NEW = object.__new__
+(_SET_SPLIT_ID, _SET_FILE_PATH, _SET_FILE_FORMAT, _SET_START, _SET_LENGTH, _SET_RECORD_COUNT,
+ _SET_FILE_SIZE, _SET_FILE_RECORD_COUNT, _SET_SPEC_ID, _SET_PARTITION, _SET_SNAPSHOT_ID,
+ _SET_SEQUENCE_NUMBER, _SET_ORDINAL, _SET_DELETE_FILES, _SET_RESUME_ROWS) = (
+    FileSplit.__dict__[f.name].__set__ for f in dataclasses.fields(FileSplit)
+)
+
+
+def new_split(split_id: str, file_path: str, file_format: str, start: int, length: int,
+              record_count: int, file_size: int, file_record_count: int, spec_id: int,
+              partition: tuple[Any, ...], snapshot_id: int, sequence_number: int,
+              ordinal: int, delete_files: tuple[DeleteFileRef, ...] = ()) -> FileSplit:
+    """``FileSplit(...)`` (positional, ``resume_rows`` 0) for planning's hot loop.
+
+    The same immutable value, built about three times faster: a frozen dataclass's
+    ``__init__`` sets each field through ``object.__setattr__(self, name, value)``; this
+    sets the slots through their descriptors directly. No validation either way.
+    """
+    split = _NEW(FileSplit)
+    _SET_SPLIT_ID(split, split_id)
+    _SET_FILE_PATH(split, file_path)
+    _SET_FILE_FORMAT(split, file_format)
+    _SET_START(split, start)
+    _SET_LENGTH(split, length)
+    _SET_RECORD_COUNT(split, record_count)
+    _SET_FILE_SIZE(split, file_size)
+    _SET_FILE_RECORD_COUNT(split, file_record_count)
+    _SET_SPEC_ID(split, spec_id)
+    _SET_PARTITION(split, partition)
+    _SET_SNAPSHOT_ID(split, snapshot_id)
+    _SET_SEQUENCE_NUMBER(split, sequence_number)
+    _SET_ORDINAL(split, ordinal)
+    _SET_DELETE_FILES(split, delete_files)
+    _SET_RESUME_ROWS(split, 0)
+    return split
+
+
+_BLAKE2B = hashlib.blake2b
+
+
 def make_split_id(snapshot_id: int, file_path: str, start: int, length: int) -> str:
     """Deterministic split id: a digest of the snapshot, the file and the byte range."""
-    digest = hashlib.blake2b(
+    digest = _BLAKE2B(
         f"{snapshot_id}|{file_path}|{start}|{length}".encode(), digest_size=10
     ).hexdigest()
     return f"{snapshot_id}-{digest}"

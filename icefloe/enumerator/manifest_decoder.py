@@ -1,0 +1,338 @@
+"""A planning-only decoder for data manifests: live data files as flat tuples.
+
+Runs on the enumerator. Planning a full scan without a row filter needs, per entry,
+only the status, the data sequence number and seven data-file fields (path, format,
+partition, record count, size, split offsets). PyIceberg's reader builds a
+``ManifestEntry`` and a ``DataFile`` record per entry, wraps three fields in enums and
+then applies inheritance on those records; at a million files that is most of the
+planning time. This decoder starts from the reader tree PyIceberg resolves for the file
+(``resolve_reader`` against PyIceberg's own manifest-entry read schema, so v1 / v2
+layouts, optional fields, defaults and partition value types are PyIceberg's) and turns
+it, once per writer schema, into one straight-line Python function per entry: primitive
+fields become direct calls of the binary decoder's methods (what PyIceberg's primitive
+readers call), every other reader is called as PyIceberg's own ``read`` / ``skip``, no
+record is built, and fields planning does not use (column stats maps, key metadata,
+equality ids, ...) are stepped over. The generated source is kept on the plan
+(``_plan(schema).source``) for inspection.
+
+Contract (checked against ``ManifestFile.fetch_manifest_entry`` in
+``tests/enumerator/test_manifest_decoder.py``): :func:`live_data_files` returns, in file
+order, one :class:`LiveDataFile` per entry whose status is not DELETED, with
+
+- ``sequence_number``: the entry's data sequence number, or, when it is null, the
+  manifest's sequence number if the entry is ADDED or the manifest's sequence number is
+  0 (v1), else None (Iceberg spec, "Sequence Number Inheritance"; as PyIceberg's
+  ``_inherit_from_manifest``);
+- ``partition``: the partition values in the file's partition field order, as the plain
+  Python values PyIceberg decodes (ints for dates / times / timestamps, ``Decimal``,
+  ``UUID``, ``bytes`` ...);
+- ``file_format``: the :class:`~pyiceberg.manifest.FileFormat` member name.
+
+Delete manifests and filtered scans (which need the column stats) keep using
+PyIceberg's full entries (:mod:`icefloe.enumerator.discovery`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any, NamedTuple
+
+from pyiceberg.avro.codecs import AVRO_CODEC_KEY, KNOWN_CODECS
+from pyiceberg.avro.decoder import BinaryDecoder, new_decoder
+from pyiceberg.avro.file import MAGIC, META_SCHEMA, SYNC_SIZE, AvroFileHeader
+from pyiceberg.avro.reader import (
+    BinaryReader,
+    BooleanReader,
+    DefaultReader,
+    DoubleReader,
+    FloatReader,
+    IntegerReader,
+    MapReader,
+    NoneReader,
+    OptionReader,
+    Reader,
+    StringReader,
+    StructReader,
+)
+from pyiceberg.avro.resolver import EnumReader, construct_reader, resolve_reader
+from pyiceberg.manifest import (
+    DEFAULT_READ_VERSION,
+    MANIFEST_ENTRY_SCHEMAS,
+    FileFormat,
+    ManifestEntryStatus,
+    ManifestFile,
+)
+from pyiceberg.schema import Schema
+from pyiceberg.table import TableProperties
+from pyiceberg.utils.schema_conversion import AvroSchemaConversion
+
+# column_sizes, value_counts, null_value_counts, nan_value_counts, lower_bounds, upper_bounds
+STATS_FIELD_IDS = frozenset({108, 109, 110, 137, 125, 128})
+_ENTRY_SCHEMA = MANIFEST_ENTRY_SCHEMAS[DEFAULT_READ_VERSION]
+_HEADER_READER = construct_reader(META_SCHEMA, {-1: AvroFileHeader})
+
+# what the generated entry function returns, in this order (by field id of the read schema)
+_ENTRY_SLOTS = {0: 0, 3: 1}  # status, sequence_number
+_DATA_FILE_SLOTS = {100: 2, 101: 3, 102: 4, 103: 5, 104: 6, 132: 7}  # path ... split_offsets
+_SLOTS = 8
+_DATA_FILE_ID = 2
+_PARTITION_ID = 102
+_ADDED = ManifestEntryStatus.ADDED.value
+_DELETED = ManifestEntryStatus.DELETED.value
+_STATUSES = frozenset(s.value for s in ManifestEntryStatus)
+
+# new_decoder imports on every call (a few µs, once per block): use its class directly
+_DECODER: Callable[[bytes], BinaryDecoder] = type(new_decoder(b""))
+# PyIceberg's primitive readers are one decoder call: inline that call. Keyed by the
+# reader class's method, so subclasses that keep it (DateReader, TimestampReader, ...)
+# are inlined and any reader that overrides it is called as itself.
+_INLINE_READS: dict[Any, str] = {
+    IntegerReader.read: "read_int", StringReader.read: "read_utf8",
+    BinaryReader.read: "read_bytes", BooleanReader.read: "read_boolean",
+    FloatReader.read: "read_float", DoubleReader.read: "read_double",
+}
+_INLINE_SKIPS: dict[Any, str] = {
+    IntegerReader.skip: "skip_int", StringReader.skip: "skip_utf8",
+    BinaryReader.skip: "skip_bytes", BooleanReader.skip: "skip_boolean",
+    FloatReader.skip: "skip_float", DoubleReader.skip: "skip_double",
+}
+
+
+class LiveDataFile(NamedTuple):
+    """What planning needs of one live (ADDED / EXISTING) manifest entry."""
+
+    file_path: str
+    file_format: str
+    partition: tuple[Any, ...]
+    record_count: int
+    file_size: int
+    split_offsets: list[int] | None
+    sequence_number: int | None
+
+
+def _stats_map_shape(reader: Any) -> tuple[bool, bool] | None:
+    """(optional, int values) of an int->long or int->bytes map reader, else None."""
+    optional = isinstance(reader, OptionReader)
+    inner = reader.option if optional else reader
+    if not (isinstance(inner, MapReader) and isinstance(inner.key, IntegerReader)
+            and isinstance(inner.value, IntegerReader | BinaryReader)):
+        return None
+    return optional, isinstance(inner.value, IntegerReader)
+
+
+def stats_skipper(reader: Any) -> Callable[[BinaryDecoder], None]:
+    """A function that steps over one stats map's bytes (as ``reader`` would read them)
+    and returns None; int->long and int->bytes maps take the decoder's bulk calls."""
+    shape = _stats_map_shape(reader)
+    if shape is None:
+        def skip_any(decoder: BinaryDecoder) -> None:
+            reader.skip(decoder)
+        return skip_any
+    optional, int_values = shape
+
+    def skip_map(decoder: BinaryDecoder) -> None:
+        if optional and decoder.read_int() == 0:
+            return
+        scratch: dict[int, bytes] = {}
+        count = decoder.read_int()
+        while count != 0:
+            if count < 0:  # a block with its size in bytes: step over it whole
+                decoder.skip(decoder.read_int())
+            elif int_values:
+                decoder.read_ints(count * 2)
+            else:
+                decoder.read_int_bytes_dict(count, scratch)
+            count = decoder.read_int()
+    return skip_map
+
+
+class _Codegen:
+    """Builds the source of ``decode_entry(d)`` from a resolved entry reader."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.namespace: dict[str, Any] = {
+            name: getattr(_DECODER, name)
+            for name in (*_INLINE_READS.values(), *_INLINE_SKIPS.values(),
+                         "skip", "read_ints", "read_int_bytes_dict")
+        }
+        self.results = ["None"] * _SLOTS
+
+    def bind(self, value: Any) -> str:
+        """A name for ``value`` in the generated function's globals."""
+        name = f"_v{len(self.namespace)}"
+        self.namespace[name] = value
+        return name
+
+    def read_expr(self, reader: Reader) -> str:
+        """An expression that reads one value as ``reader.read(d)`` would."""
+        if type(reader) is OptionReader:  # union [null, T]: the branch index, then T
+            return f"({self.read_expr(reader.option)} if read_int(d) > 0 else None)"
+        inline = _INLINE_READS.get(type(reader).read)
+        if inline is not None:
+            return f"{inline}(d)"
+        return f"{self.bind(reader.read)}(d)"
+
+    def skip(self, reader: Reader, field_id: int | None, indent: str = "    ") -> None:
+        """Statements that step over one value as ``reader.skip(d)`` would."""
+        if field_id in STATS_FIELD_IDS:
+            self.skip_stats(reader, indent)
+        elif type(reader) is OptionReader:
+            self.lines.append(f"{indent}if read_int(d) > 0:")
+            self.skip(reader.option, None, indent + "    ")
+        elif (inline := _INLINE_SKIPS.get(type(reader).skip)) is not None:
+            self.lines.append(f"{indent}{inline}(d)")
+        else:
+            self.lines.append(f"{indent}{self.bind(reader.skip)}(d)")
+
+    def skip_stats(self, reader: Reader, indent: str) -> None:
+        """Step over a column stats map (as :func:`stats_skipper`, inlined)."""
+        shape = _stats_map_shape(reader)
+        if shape is None:
+            self.lines.append(f"{indent}{self.bind(stats_skipper(reader))}(d)")
+            return
+        optional, int_values = shape
+        if optional:
+            self.lines.append(f"{indent}if read_int(d) > 0:")
+            indent += "    "
+        step = ("read_ints(d, n * 2)" if int_values
+                else f"read_int_bytes_dict(d, n, {self.bind({})})")  # a scratch dict
+        self.lines += [
+            f"{indent}n = read_int(d)",
+            f"{indent}while n:",
+            f"{indent}    if n < 0:  # a block with its size in bytes",
+            f"{indent}        skip(d, read_int(d))",
+            f"{indent}    else:",
+            f"{indent}        {step}",
+            f"{indent}    n = read_int(d)",
+        ]
+
+    def partition(self, reader: Reader, slot: int) -> None:
+        """The partition values as a tuple, each read by its field's own reader."""
+        if not isinstance(reader, StructReader):
+            raise TypeError(f"partition is not a struct: {reader!r}")
+        positions = [pos for pos, _ in reader.field_readers]
+        if not positions:
+            self.results[slot] = "()"
+        elif positions == list(range(len(positions))):
+            values = "".join(f"{self.read_expr(field)}, " for _, field in reader.field_readers)
+            self.lines.append(f"    r{slot} = ({values})")  # evaluated left to right
+            self.results[slot] = f"r{slot}"
+        else:  # not the layout PyIceberg resolves today: its record, as a tuple
+            self.lines.append(f"    r{slot} = {self.bind(_record_tuple)}"
+                              f"({self.bind(reader.read)}(d))")
+            self.results[slot] = f"r{slot}"
+
+    def struct(self, reader: StructReader, read_fields: tuple[Any, ...],
+               slots: dict[int, int]) -> None:
+        """Every field of ``reader`` in file order (recursing into data_file)."""
+        for pos, child in reader.field_readers:
+            field_id = read_fields[pos].field_id if pos is not None else None
+            if pos is not None and field_id == _DATA_FILE_ID and isinstance(child, StructReader):
+                self.struct(child, read_fields[pos].field_type.fields, _DATA_FILE_SLOTS)
+                continue
+            slot = slots.get(field_id, -1) if field_id is not None else -1
+            if isinstance(child, EnumReader):  # the raw value: status / format mapped later
+                child = child.reader
+            if isinstance(child, DefaultReader | NoneReader):  # not in the file: no bytes
+                if slot >= 0:
+                    self.results[slot] = self.bind(child.read(new_decoder(b"")))
+            elif slot < 0:
+                self.skip(child, field_id)
+            elif field_id == _PARTITION_ID:
+                self.partition(child, slot)
+            else:
+                self.lines.append(f"    r{slot} = {self.read_expr(child)}")
+                self.results[slot] = f"r{slot}"
+
+    def source(self) -> str:
+        body = self.lines or ["    pass"]
+        return "\n".join(["def decode_entry(d):", *body,
+                          f"    return ({', '.join(self.results)})", ""])
+
+
+def _record_tuple(record: Any) -> tuple[Any, ...]:
+    return tuple(record[i] for i in range(len(record)))
+
+
+EntryDecoder = Callable[[BinaryDecoder], tuple[Any, ...]]
+
+
+class _Plan(NamedTuple):
+    decode_entry: EntryDecoder
+    source: str
+
+
+@lru_cache(maxsize=64)
+def _plan(avro_schema: str) -> _Plan:
+    """The entry decoder of one writer schema (a table's manifests share a few schemas)."""
+    file_schema: Schema = AvroSchemaConversion().avro_to_iceberg(json.loads(avro_schema))
+    entry_reader = resolve_reader(file_schema, _ENTRY_SCHEMA)
+    if not isinstance(entry_reader, StructReader):
+        raise TypeError(f"manifest entry is not a struct: {entry_reader!r}")
+    gen = _Codegen()
+    gen.struct(entry_reader, _ENTRY_SCHEMA.fields, _ENTRY_SLOTS)
+    source = gen.source()
+    # the source holds only names made here (decoder methods, bound readers, slot
+    # variables), never text from the file
+    exec(compile(source, "<icefloe manifest entry decoder>", "exec"), gen.namespace)
+    return _Plan(gen.namespace["decode_entry"], source)
+
+
+_FORMAT_NAMES: dict[str, str] = {}
+
+
+def _format_name(raw: str) -> str:
+    name = _FORMAT_NAMES.get(raw)
+    if name is None:
+        name = _FORMAT_NAMES[raw] = FileFormat(raw).name
+    return name
+
+
+def live_data_files(content: bytes, manifest: ManifestFile) -> list[LiveDataFile]:
+    """Live entries of one manifest file's bytes, in file order (see the module contract).
+
+    Raises:
+        ValueError: not an Avro file, an unknown codec or status, or a bad sync marker.
+        EOFError: the bytes end inside a block.
+    """
+    decoder = new_decoder(content)
+    header = _HEADER_READER.read(decoder)
+    if header.magic != MAGIC:
+        raise ValueError(f"not an Avro file (magic {header.magic!r})")
+    codec_name = header.meta.get(AVRO_CODEC_KEY, TableProperties.WRITE_AVRO_COMPRESSION_DEFAULT)
+    if codec_name not in KNOWN_CODECS:
+        raise ValueError(f"Unsupported codec: {codec_name}")
+    codec = KNOWN_CODECS[codec_name]
+    decompress = codec.decompress if codec else None
+    decode_entry = _plan(header.meta["avro.schema"]).decode_entry
+    new_block = _DECODER
+    sync = header.sync
+    manifest_seq = manifest.sequence_number
+    inherit_all = manifest_seq == 0
+    out: list[LiveDataFile] = []
+    append = out.append
+    first = True
+    while True:  # the container's blocks, as AvroFile.__next__
+        try:
+            if not first and decoder.read(SYNC_SIZE) != sync:
+                raise ValueError("bad sync marker")
+            count = decoder.read_int()
+        except EOFError:
+            break
+        first = False
+        data = decoder.read_bytes()
+        block = new_block(decompress(data) if decompress else data)
+        for _ in range(count):
+            status, seq, path, fmt, partition, records, size, offsets = decode_entry(block)
+            if status == _DELETED:
+                continue
+            if status not in _STATUSES:
+                raise ValueError(f"unknown manifest entry status {status!r}")
+            if seq is None and (inherit_all or status == _ADDED):
+                seq = manifest_seq
+            append(LiveDataFile(path, _format_name(fmt), partition, records, size, offsets,
+                                seq))
+    return out

@@ -1,0 +1,420 @@
+"""The planning-only manifest decoder against PyIceberg's own manifest reading.
+
+Oracle: ``ManifestFile.fetch_manifest_entry`` (PyIceberg's records, enums and sequence-number
+inheritance). Manifests are written with PyIceberg's manifest writers: v1 and v2 layouts, both
+codecs, identity partitions of every primitive type with nulls, ADDED / EXISTING / DELETED
+entries with explicit and null sequence numbers, with and without stats and split offsets, and
+DELETES manifests. The planner test checks the fast path yields the same splits (ids, order,
+ranges, deletes) as planning from PyIceberg's entries, on real v1 and v2 tables.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyiceberg.catalog import Catalog
+from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.io.pyarrow import PyArrowFileIO
+from pyiceberg.manifest import (
+    DataFile,
+    DataFileContent,
+    FileFormat,
+    ManifestContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+    ManifestWriterV2,
+    write_manifest,
+)
+from pyiceberg.partitioning import PartitionField, PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.table import Table
+from pyiceberg.transforms import BucketTransform, IdentityTransform, TruncateTransform
+from pyiceberg.typedef import Record
+from pyiceberg.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FixedType,
+    FloatType,
+    IntegerType,
+    LongType,
+    NestedField,
+    StringType,
+    TimestampType,
+    TimestamptzType,
+    TimeType,
+    UUIDType,
+)
+
+from icefloe.enumerator.deletes import INITIAL_SEQUENCE_NUMBER, DeleteIndex, partition_tuple
+from icefloe.enumerator.discovery import DataFileError, live_data_files_of, live_entries
+from icefloe.enumerator.manifest_decoder import LiveDataFile, live_data_files
+from icefloe.enumerator.planner import TableSplitPlanner
+from icefloe.splits.split import FileSplit
+from tests.conftest import append_partitioned
+from tests.helpers.tables import (
+    EVENTS_SCHEMA,
+    EVENTS_SPEC_BY_DAY,
+    add_equality_deletes,
+    add_position_deletes,
+    commit_delete_files,
+    commit_overwrite_files,
+    make_table,
+    rows,
+)
+from tests.helpers.tables import (
+    live_data_files as table_data_files,
+)
+
+SNAPSHOT_ID = 77
+
+ALL_TYPES = Schema(
+    NestedField(1, "i", IntegerType(), required=False),
+    NestedField(2, "l", LongType(), required=False),
+    NestedField(3, "b", BooleanType(), required=False),
+    NestedField(4, "s", StringType(), required=False),
+    NestedField(5, "d", DateType(), required=False),
+    NestedField(6, "ts", TimestampType(), required=False),
+    NestedField(7, "tstz", TimestamptzType(), required=False),
+    NestedField(8, "dec", DecimalType(9, 2), required=False),
+    NestedField(9, "u", UUIDType(), required=False),
+    NestedField(10, "bin", BinaryType(), required=False),
+    NestedField(11, "fx", FixedType(4), required=False),
+    NestedField(12, "f", FloatType(), required=False),
+    NestedField(13, "dbl", DoubleType(), required=False),
+    NestedField(14, "t", TimeType(), required=False),
+)
+ALL_TYPES_SPEC = PartitionSpec(
+    *(
+        PartitionField(source_id=f.field_id, field_id=1000 + f.field_id,
+                       transform=IdentityTransform(), name=f"{f.name}_p")
+        for f in ALL_TYPES.fields
+    ),
+    PartitionField(source_id=2, field_id=1100, transform=BucketTransform(8), name="l_bucket"),
+    PartitionField(source_id=4, field_id=1101, transform=TruncateTransform(2), name="s_trunc"),
+    spec_id=3,
+)
+PARTITIONS = [
+    Record(7, 1 << 40, True, "kind-a", 19_723, 1_704_067_200_000_000, 1_704_067_200_123_456,
+           Decimal("12.34"), uuid.UUID("12345678-1234-5678-1234-567812345678"), b"\x00\xff",
+           b"abcd", 1.5, -2.25, 3_600_000_000, 3, "ki"),
+    Record(*([None] * 16)),
+    Record(-1, -5, False, "", -1, -1, 0, Decimal("-0.01"),
+           uuid.UUID(int=0), b"", b"\x00\x00\x00\x00", float("inf"), 0.0, 0, 0, ""),
+]
+
+
+def _data_file(i: int, partition: Record, content: DataFileContent = DataFileContent.DATA,
+               ) -> DataFile:
+    with_stats = i % 2 == 0
+    df = DataFile.from_args(
+        content=content,
+        file_path=f"file:///warehouse/t/data/part-{i:05d}.parquet",
+        file_format=[FileFormat.PARQUET, FileFormat.AVRO, FileFormat.ORC][i % 3],
+        partition=partition,
+        record_count=1_000 + i,
+        file_size_in_bytes=50_000 + i * 7,
+        column_sizes={1: 10, 2: 20} if with_stats else None,
+        value_counts={1: 5} if with_stats else None,
+        null_value_counts={1: 0, 4: 2} if with_stats else None,
+        nan_value_counts={12: 0} if with_stats else None,
+        lower_bounds={1: b"\x01\x00\x00\x00", 4: b"a"} if with_stats else None,
+        upper_bounds={1: b"\x09\x00\x00\x00", 4: b"zz"} if with_stats else None,
+        split_offsets=[4, 1_000 + i, 20_000] if i % 3 else None,
+        equality_ids=[1, 2] if content == DataFileContent.EQUALITY_DELETES else None,
+        sort_order_id=0 if i % 2 else None,
+    )
+    df.spec_id = ALL_TYPES_SPEC.spec_id
+    return df
+
+
+class _AnyEntryWriterV2(ManifestWriterV2):
+    """PyIceberg's v2 writer without its check that only ADDED entries have null sequence
+    numbers: other writers (or old bugs) may write them, and readers must not inherit then."""
+
+    def prepare_entry(self, entry: ManifestEntry) -> ManifestEntry:
+        return entry
+
+
+def _entries(version: int, content: DataFileContent) -> list[ManifestEntry]:
+    entries = []
+    for i in range(12):
+        status = [ManifestEntryStatus.ADDED, ManifestEntryStatus.EXISTING,
+                  ManifestEntryStatus.DELETED][i % 3]
+        explicit = version == 2 and (status != ManifestEntryStatus.ADDED or i % 4 == 0)
+        entries.append(ManifestEntry.from_args(
+            status=status,
+            snapshot_id=SNAPSHOT_ID if version == 1 or i % 2 else None,
+            sequence_number=3 + i if explicit and i % 5 else None,
+            file_sequence_number=4 + i if explicit and i % 5 else None,
+            data_file=_data_file(i, PARTITIONS[i % len(PARTITIONS)], content),
+        ))
+    return entries
+
+
+def _write(path: Path, version: int, codec: str, entries: list[ManifestEntry],
+           manifest_seq: int) -> ManifestFile:
+    io = PyArrowFileIO()
+    output = io.new_output(str(path))
+    writer = (_AnyEntryWriterV2(ALL_TYPES_SPEC, ALL_TYPES, output, SNAPSHOT_ID, codec)  # type: ignore[arg-type]
+              if version == 2
+              else write_manifest(1, ALL_TYPES_SPEC, ALL_TYPES, output, SNAPSHOT_ID, codec))  # type: ignore[arg-type]
+    with writer:
+        for entry in entries:
+            writer.add_entry(entry)
+    manifest = writer.to_manifest_file()
+    # as the manifest list gives it: the committing snapshot's sequence number (0 in v1)
+    manifest.sequence_number = manifest_seq
+    manifest.min_sequence_number = manifest_seq
+    return manifest
+
+
+def _expected(manifest: ManifestFile) -> list[LiveDataFile]:
+    """PyIceberg's live entries of ``manifest``, as the decoder's tuples."""
+    return [
+        LiveDataFile(
+            e.data_file.file_path, e.data_file.file_format.name,
+            partition_tuple(e.data_file.partition), e.data_file.record_count,
+            e.data_file.file_size_in_bytes, e.data_file.split_offsets, e.sequence_number,
+        )
+        for e in manifest.fetch_manifest_entry(PyArrowFileIO(), discard_deleted=True)
+    ]
+
+
+def _decode(manifest: ManifestFile) -> list[LiveDataFile]:
+    with PyArrowFileIO().new_input(manifest.manifest_path).open() as f:
+        return live_data_files(f.read(), manifest)
+
+
+@pytest.mark.parametrize("codec", ["null", "deflate"])
+@pytest.mark.parametrize(("version", "manifest_seq", "content"), [
+    (1, 0, DataFileContent.DATA),
+    (2, 5, DataFileContent.DATA),
+    (2, 0, DataFileContent.DATA),
+    (2, 5, DataFileContent.POSITION_DELETES),
+    (2, 5, DataFileContent.EQUALITY_DELETES),
+])
+def test_decoder_yields_pyiceberg_live_entries(
+    tmp_path: Path, codec: str, version: int, manifest_seq: int, content: DataFileContent
+) -> None:
+    entries = _entries(version, content)
+    manifest = _write(tmp_path / "m.avro", version, codec, entries, manifest_seq)
+
+    decoded = _decode(manifest)
+    expected = _expected(manifest)
+
+    assert decoded == expected
+    assert len(decoded) == 8  # DELETED entries dropped
+    # every partition value kept its PyIceberg type (e.g. int days, Decimal, UUID, bytes)
+    for got, want in zip(decoded, expected, strict=True):
+        assert [type(v) for v in got.partition] == [type(v) for v in want.partition]
+    seqs = {d.sequence_number for d in decoded}
+    if version == 1:
+        assert seqs == {0}
+    else:  # ADDED entries inherit, explicit ones keep theirs, null EXISTING ones stay null
+        assert manifest_seq in seqs and any(s not in (None, manifest_seq) for s in seqs)
+
+
+def test_decoder_reads_unpartitioned_and_plain_manifests(tmp_path: Path) -> None:
+    io = PyArrowFileIO()
+    spec = PartitionSpec(spec_id=0)
+    with write_manifest(2, spec, EVENTS_SCHEMA, io.new_output(str(tmp_path / "u.avro")),
+                        SNAPSHOT_ID, "deflate") as writer:
+        for i in range(5):
+            df = DataFile.from_args(
+                content=DataFileContent.DATA, file_path=f"s3://b/f{i}.parquet",
+                file_format=FileFormat.PARQUET, partition=Record(), record_count=i,
+                file_size_in_bytes=10 + i,
+            )
+            df.spec_id = 0
+            writer.add_entry(ManifestEntry.from_args(
+                status=ManifestEntryStatus.ADDED, snapshot_id=SNAPSHOT_ID, data_file=df))
+    manifest = writer.to_manifest_file()
+    manifest.sequence_number = 9
+
+    decoded = _decode(manifest)
+
+    assert decoded == _expected(manifest)
+    assert [d.partition for d in decoded] == [()] * 5
+    assert {d.sequence_number for d in decoded} == {9}
+    assert decoded[0].split_offsets is None
+
+
+def test_decoder_rejects_foreign_bytes(tmp_path: Path) -> None:
+    manifest = _write(tmp_path / "m.avro", 2, "null", _entries(2, DataFileContent.DATA), 5)
+    with pytest.raises(ValueError, match="not an Avro file"):
+        live_data_files(b"PAR1" + b"\x00" * 64, manifest)
+    with PyArrowFileIO().new_input(manifest.manifest_path).open() as f:
+        content = f.read()
+    with pytest.raises((ValueError, EOFError)):
+        live_data_files(content[: len(content) // 2], manifest)
+
+
+def test_missing_manifest_names_it_and_the_snapshot(tmp_path: Path) -> None:
+    manifest = _write(tmp_path / "m.avro", 2, "null", _entries(2, DataFileContent.DATA), 5)
+    (tmp_path / "m.avro").unlink()
+    with pytest.raises(DataFileError, match=r"m\.avro of snapshot 123"):
+        list(live_data_files_of(PyArrowFileIO(), [manifest], 123))
+
+
+# --------------------------------------------------------------------------- planner
+
+
+def _reference_splits(planner: TableSplitPlanner, table: Table, start: int = 0,
+                      ) -> list[FileSplit]:
+    """Splits planned from PyIceberg's entries (the path a row filter takes), no pruning."""
+    snapshot = table.current_snapshot()
+    assert snapshot is not None
+    manifests = snapshot.manifests(table.io)
+    deletes = DeleteIndex(planner._unpartitioned)
+    delete_manifests = [m for m in manifests if m.content == ManifestContent.DELETES]
+    for entry in live_entries(table.io, delete_manifests, snapshot.snapshot_id, lambda e: True):
+        deletes.add(entry)
+    data = [m for m in manifests if m.content == ManifestContent.DATA]
+    out: list[FileSplit] = []
+    ordinal = 0
+    for entry in live_entries(table.io, data, snapshot.snapshot_id, lambda e: True):
+        for split in planner._entry_splits(entry, snapshot.snapshot_id, ordinal, deletes):
+            if split.ordinal >= start:
+                out.append(split)
+            ordinal += 1
+    return out
+
+
+def _planner(table: Table, split_size: int) -> TableSplitPlanner:
+    return TableSplitPlanner(table.metadata, table.io, table.schema(), None, True, split_size)
+
+
+def _v1_table(catalog: Catalog) -> Table:
+    catalog.create_namespace_if_not_exists("db")
+    return catalog.create_table("db.v1", EVENTS_SCHEMA, partition_spec=EVENTS_SPEC_BY_DAY,
+                                properties={"format-version": "1"})
+
+
+@pytest.mark.parametrize("split_size", [1 << 27, 600])
+def test_fast_plan_equals_entry_plan_v2_with_deletes(catalog: SqlCatalog, split_size: int
+                                                     ) -> None:
+    table = make_table(catalog, partition_spec=EVENTS_SPEC_BY_DAY)
+    append_partitioned(table, rows(30))
+    append_partitioned(table, rows(30, start=30))
+    files = sorted(table_data_files(table))
+    commit_overwrite_files(table, [files[0]], rows(5, start=100))  # DELETED + EXISTING entries
+    commit_delete_files(table, [files[1]])
+    table = catalog.load_table("db.events")
+    live = sorted(table_data_files(table))
+    add_position_deletes(table, {live[0]: [0, 1]})
+    day = table_data_files(table)[live[2]].partition
+    add_equality_deletes(table, pa.table({"id": [40, 41]}), ["id"], partition=Record(*day))
+    table = catalog.load_table("db.events")
+    planner = _planner(table, split_size)
+    snapshot = table.current_snapshot()
+    assert snapshot is not None
+
+    fast = list(planner.plan_snapshot(snapshot))
+    reference = _reference_splits(planner, table)
+
+    assert fast == reference
+    assert any(s.delete_files for s in fast)
+    assert len({s.sequence_number for s in fast}) > 1
+    if split_size == 600:  # every file is bigger: the byte-range path, not the inlined one
+        assert all(s.file_size > split_size for s in fast)
+    assert list(planner.plan_snapshot(snapshot, start_ordinal=7)) == \
+        _reference_splits(planner, table, start=7)
+
+
+def test_fast_plan_equals_entry_plan_v1(catalog: SqlCatalog) -> None:
+    table = _v1_table(catalog)
+    append_partitioned(table, rows(20))
+    append_partitioned(table, rows(20, start=20))
+    table = catalog.load_table("db.v1")
+    planner = _planner(table, 1 << 27)
+    snapshot = table.current_snapshot()
+    assert snapshot is not None
+
+    fast = list(planner.plan_snapshot(snapshot))
+
+    assert fast == _reference_splits(planner, table)
+    assert {s.sequence_number for s in fast} == {INITIAL_SEQUENCE_NUMBER}
+    assert {s.partition for s in fast} == {(19_723,), (19_724,), (19_725,)}
+
+
+def _partition_values(splits: list[FileSplit]) -> set[Any]:
+    return {v for s in splits for v in s.partition}
+
+
+def test_fast_plan_partition_values_are_plain(catalog: SqlCatalog) -> None:
+    table = make_table(catalog, partition_spec=EVENTS_SPEC_BY_DAY)
+    append_partitioned(table, rows(9))
+    table = catalog.load_table("db.events")
+    snapshot = table.current_snapshot()
+    assert snapshot is not None
+
+    fast = list(_planner(table, 1 << 27).plan_snapshot(snapshot))
+
+    expected_days = {(dt.date(2024, 1, 1) - dt.date(1970, 1, 1)).days + k for k in range(3)}
+    assert _partition_values(fast) == expected_days
+
+
+def _zigzag(n: int) -> bytes:
+    out = bytearray()
+    z = (n << 1) ^ (n >> 63)
+    while z & ~0x7F:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+    return bytes(out)
+
+
+def _inlined_skipper(reader: Any) -> Any:
+    """The stats-map skip the entry decoder inlines, compiled on its own."""
+    from icefloe.enumerator.manifest_decoder import _Codegen
+
+    gen = _Codegen()
+    gen.skip(reader, 108)  # column_sizes: a stats field
+    exec(compile("\n".join(["def skip_map(d):", *gen.lines]), "<test>", "exec"), gen.namespace)
+    return gen.namespace["skip_map"]
+
+
+@pytest.mark.parametrize("inlined", [False, True])
+@pytest.mark.parametrize("value_type", [LongType(), BinaryType()])
+def test_stats_skipper_steps_over_blocked_maps(value_type: Any, inlined: bool) -> None:
+    """Avro lets a writer give a block's byte size with a negative count; both block forms
+    are stepped over exactly as PyIceberg's map reader would read them (by the skip
+    function and by the code the entry decoder inlines)."""
+    from pyiceberg.avro.decoder import new_decoder
+    from pyiceberg.avro.resolver import construct_reader
+    from pyiceberg.types import MapType
+
+    from icefloe.enumerator.manifest_decoder import stats_skipper
+
+    field = NestedField(1, "m", MapType(2, IntegerType(), 3, value_type), required=False)
+    reader = construct_reader(Schema(field)).field_readers[0][1]  # type: ignore[attr-defined]
+
+    def value(v: int) -> bytes:
+        return _zigzag(v) if isinstance(value_type, LongType) else _zigzag(2) + b"%02d" % v
+
+    plain = _zigzag(2) + b"".join(_zigzag(k) + value(k * 10) for k in (1, 2))
+    block = b"".join(_zigzag(k) + value(k * 10) for k in (3, 4, 5))
+    sized = _zigzag(-3) + _zigzag(len(block)) + block
+    payload = _zigzag(1) + plain + sized + _zigzag(0) + _zigzag(424242)
+
+    expected = new_decoder(payload)
+    assert reader.read(expected) == {k: (k * 10 if isinstance(value_type, LongType)
+                                         else b"%02d" % (k * 10)) for k in range(1, 6)}
+    skip = _inlined_skipper(reader) if inlined else stats_skipper(reader)
+    skipped = new_decoder(payload)
+    skip(skipped)
+    assert skipped.tell() == expected.tell()
+    assert skipped.read_int() == 424242
+    null = new_decoder(_zigzag(0) + _zigzag(7))
+    skip(null)
+    assert null.read_int() == 7
