@@ -73,7 +73,7 @@ def stream(table: str, catalog: str | None = None, options: Mapping[str, Any] | 
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     break
-                query.awaitTermination(min(left, 1.0) if left is not None else 1.0)
+                query.awaitTermination(1)  # seconds; the deadline is checked each second
         finally:
             if query.isActive:
                 query.stop()
