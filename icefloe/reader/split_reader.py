@@ -15,7 +15,7 @@ value :meth:`FileSplit.with_position` takes to resume.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +30,7 @@ from pyiceberg.types import ListType, MapType
 from icefloe.errors import DataFileError
 from icefloe.reader.context import ReadContext
 from icefloe.reader.deletes import DeleteLoader, equality_keep_mask
+from icefloe.reader.runs import RunScanner, can_batch
 from icefloe.splits.split import FileSplit
 
 log = logging.getLogger(__name__)
@@ -54,8 +55,9 @@ class _FilePlan:
     """How to project the files of one Arrow schema (cached per reader; see ``_file_plan``).
 
     ``direct_schema`` is learned on the first batch: the schema ``_to_requested_schema``
-    produced when that equalled the batch's own schema (then later batches only relabel
-    their columns with it: same names, types and order), else None (always convert).
+    produced when that equalled the batch's own schema (then later batches of the same
+    raw schema, ``direct_source``, only relabel their columns with it), else None (always
+    convert).
     """
 
     read_schema: Schema
@@ -63,6 +65,7 @@ class _FilePlan:
     columns: list[str]
     missing_ids: frozenset[int]
     direct_schema: pa.Schema | None = None
+    direct_source: pa.Schema | None = None
     direct_checked: bool = False
 
 
@@ -83,6 +86,19 @@ class SplitReader:
         )
         self._out_names = [f.name for f in context.projected_schema.fields]
         self._plans: dict[tuple[bytes, frozenset[int]], _FilePlan] = {}
+        self._runs: RunScanner | None = None
+
+    def can_batch(self, split: FileSplit) -> bool:
+        """Whether ``split`` may be read with others in :meth:`read_run` (cheap; any thread)."""
+        return can_batch(split)
+
+    def read_run(self, splits: Sequence[FileSplit]) -> Iterator[tuple[int, pa.RecordBatch, int]]:
+        """``(index, batch, consumed)`` of ``splits`` (each :meth:`can_batch`) read through
+        one Arrow dataset scan: see :meth:`icefloe.reader.runs.RunScanner.read_run` for the
+        contract (split order; on error, resume the last item's split per split)."""
+        if self._runs is None:
+            self._runs = RunScanner(self)
+        return self._runs.read_run(splits)
 
     def read(self, split: FileSplit) -> Iterator[pa.RecordBatch]:
         """Non-empty batches of ``split`` (from ``split.resume_rows`` on)."""
@@ -220,7 +236,8 @@ class SplitReader:
     def _project(self, raw: pa.RecordBatch, plan: _FilePlan,
                  missing: dict[int, Any]) -> pa.RecordBatch:
         """``raw`` in the read schema; a relabel only when the projection is the identity."""
-        if plan.direct_schema is not None and not missing:
+        if plan.direct_schema is not None and not missing \
+                and raw.schema.equals(plan.direct_source):
             return pa.RecordBatch.from_arrays(raw.columns, schema=plan.direct_schema)
         ctx = self.context
         batch = _to_requested_schema(
@@ -232,7 +249,7 @@ class SplitReader:
         if not plan.direct_checked and not plan.missing_ids:
             plan.direct_checked = True
             if batch.schema.equals(raw.schema, check_metadata=False):
-                plan.direct_schema = batch.schema
+                plan.direct_schema, plan.direct_source = batch.schema, raw.schema
         return batch
 
     def _process(self, raw: pa.RecordBatch, first_pos: int, split: FileSplit,
