@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.dataset as ds
 from pyarrow.fs import FileSystem
-from pyiceberg.io.pyarrow import PyArrowFileIO
 
 from icefloe.errors import DataFileError
 from icefloe.splits.split import FileSplit
@@ -81,15 +80,9 @@ class RunScanner:
         self._schema: pa.Schema | None = None  # of the last scan: the next run likely shares it
 
     def filesystem(self, split: FileSplit) -> tuple[FileSystem, str] | None:
-        """The Arrow filesystem and path of the split's file, or None (no run possible).
-
-        Only a :class:`~pyiceberg.io.pyarrow.PyArrowFileIO` exposes Arrow filesystems.
-        """
-        io = self.reader.context.io
-        if not isinstance(io, PyArrowFileIO):
-            return None
-        scheme, netloc, path = io.parse_location(split.file_path, io.properties)
-        return io.fs_by_scheme(scheme, netloc), path
+        """The Arrow filesystem and path of the split's file, or None (no run possible:
+        only a :class:`~pyiceberg.io.pyarrow.PyArrowFileIO` exposes Arrow filesystems)."""
+        return self.reader.files.locate(split.file_path)
 
     def read_run(self, splits: Sequence[FileSplit]) -> Iterator[tuple[int, pa.RecordBatch, int]]:
         """``(index, batch, consumed)`` for the batches of ``splits`` (all :func:`can_batch`).
