@@ -117,6 +117,9 @@ class SplitReader:
         self._runs: RunScanner | None = None
         self._last_plan: tuple[pa.Schema, frozenset[int], _FilePlan] | None = None
         self._conformers: list[tuple[pa.Schema, list[pc.CastOptions | None]]] = []
+        # (index, name) of the output's non-nullable columns
+        self._required = [(i, f.name) for i, f in enumerate(context.arrow_schema)
+                          if not f.nullable]
 
     scan_runs = False
     """Whether the local engine reads runs of :meth:`can_batch` splits with :meth:`read_run`
@@ -263,11 +266,14 @@ class SplitReader:
                 position += rows
         if not selected or first_position is None:
             return
-        equality = self.deletes.equality_sets(split)
-        eq_ids = frozenset(i for ids, _ in equality for i in ids)
+        if split.delete_files:
+            equality = self.deletes.equality_sets(split)
+            eq_ids = frozenset(i for ids, _ in equality for i in ids)
+            deleted = self.deletes.deleted_positions(split)
+        else:
+            equality, eq_ids, deleted = [], frozenset(), None
         plan = self._file_plan(pf.schema_arrow, eq_ids)
         missing = self._missing_values(split, plan.missing_ids)
-        deleted = self.deletes.deleted_positions(split)
         pos = first_position
         for raw in pf.iter_batches(ctx.batch_size, selected, _column_indices(pf, plan),
                                    use_threads=split.length >= _THREADED_DECODE_BYTES):
@@ -316,7 +322,7 @@ class SplitReader:
             out_schema, casts = fast
             arrays = raw.columns
             if casts is not None:
-                arrays = self._cast_columns(arrays, out_schema, casts)
+                arrays = self._cast_columns(arrays, casts)
             return pa.RecordBatch.from_arrays(arrays, schema=out_schema)
         ctx = self.context
         n = raw.num_rows
@@ -372,20 +378,17 @@ class SplitReader:
                 self._conformers.clear()
             self._conformers.append((schema, casts))
         return pa.RecordBatch.from_arrays(
-            self._cast_columns(batch.columns, target, casts), schema=target)
+            self._cast_columns(batch.columns, casts), schema=target)
 
-    @staticmethod
-    def _cast_columns(columns: list[pa.Array], target: pa.Schema,
+    def _cast_columns(self, columns: list[pa.Array],
                       casts: list[pc.CastOptions | None]) -> list[pa.Array]:
-        """``columns`` cast by ``casts`` (None: as is), refusing nulls where ``target``
-        forbids them (as ``RecordBatch.cast`` does)."""
-        arrays = []
-        for column, field, options in zip(columns, target, casts, strict=True):
-            if not field.nullable and column.null_count > 0:
-                raise ValueError(f"Casting field {field.name!r} with null values to non-nullable")
-            arrays.append(column if options is None
-                          else pc.call_function("cast", [column], options))
-        return arrays
+        """``columns`` cast by ``casts`` (None: as is) to the context's Arrow schema,
+        refusing nulls where it forbids them (as ``RecordBatch.cast`` does)."""
+        for index, name in self._required:
+            if columns[index].null_count > 0:
+                raise ValueError(f"Casting field {name!r} with null values to non-nullable")
+        return [column if options is None else pc.call_function("cast", [column], options)
+                for column, options in zip(columns, casts, strict=True)]
 
     def _fast_output(self, direct: pa.Schema) -> tuple[pa.Schema, list[pc.CastOptions | None]
                                                         | None] | None:
