@@ -15,13 +15,14 @@ value :meth:`FileSplit.with_position` takes to resume.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
+import pyarrow.compute as pc
+from pyarrow._parquet import ParquetReader
 from pyiceberg.io.pyarrow import _to_requested_schema, expression_to_pyarrow, pyarrow_to_schema
 from pyiceberg.schema import Schema, prune_columns
 from pyiceberg.transforms import IdentityTransform
@@ -30,6 +31,8 @@ from pyiceberg.types import ListType, MapType
 from icefloe.errors import DataFileError
 from icefloe.reader.context import ReadContext
 from icefloe.reader.deletes import DeleteLoader, equality_keep_mask
+from icefloe.reader.files import FileOpener
+from icefloe.reader.runs import RunScanner, can_batch
 from icefloe.splits.split import FileSplit
 
 log = logging.getLogger(__name__)
@@ -49,21 +52,48 @@ _PLAN_CACHE_SIZE = 64
 _THREADED_DECODE_BYTES = 1024 * 1024
 
 
+@dataclass(frozen=True, slots=True)
+class _OpenFile:
+    """An open data file: the low-level Parquet reader and the stream under it."""
+
+    reader: ParquetReader
+    stream: Any
+
+    def close(self) -> None:
+        self.reader.close()
+        self.stream.close()
+
+
+def _column_indices(pf: ParquetReader, plan: _FilePlan) -> list[int] | None:
+    """Leaf column indices of ``plan.columns`` (top-level names), None for every column
+    (what ``ParquetFile.iter_batches(columns=...)`` resolves)."""
+    if plan.all_columns:
+        return None
+    wanted = set(plan.columns)
+    return [i for i, path in enumerate(pf.column_paths) if path[0] in wanted]
+
+
 @dataclass
 class _FilePlan:
     """How to project the files of one Arrow schema (cached per reader; see ``_file_plan``).
 
     ``direct_schema`` is learned on the first batch: the schema ``_to_requested_schema``
-    produced when that equalled the batch's own schema (then later batches only relabel
-    their columns with it: same names, types and order), else None (always convert).
+    produced when that equalled the batch's own schema (then later batches of the same
+    raw schema, ``direct_source``, only relabel their columns with it), else None (always
+    convert). ``fast`` then holds the output schema and per-column casts that take such a
+    batch straight to the reader's output when the read needs nothing else (no deletes,
+    filter, metadata columns or partition values): see ``SplitReader._process``.
     """
 
     read_schema: Schema
     file_project: Schema
     columns: list[str]
     missing_ids: frozenset[int]
+    all_columns: bool
     direct_schema: pa.Schema | None = None
+    direct_source: pa.Schema | None = None
     direct_checked: bool = False
+    fast: tuple[pa.Schema, list[pc.CastOptions | None] | None] | None = None
 
 
 class SplitReader:
@@ -76,6 +106,7 @@ class SplitReader:
     def __init__(self, context: ReadContext) -> None:
         self.context = context
         self.deletes = DeleteLoader(context.io)
+        self.files = FileOpener(context.io)
         # with the schema, nested fields resolve to their full path (``s.a``, not ``a``)
         self._filter_expr = (
             None if context.filter is None
@@ -83,6 +114,30 @@ class SplitReader:
         )
         self._out_names = [f.name for f in context.projected_schema.fields]
         self._plans: dict[tuple[bytes, frozenset[int]], _FilePlan] = {}
+        self._runs: RunScanner | None = None
+        self._last_plan: tuple[pa.Schema, frozenset[int], _FilePlan] | None = None
+        self._conformers: list[tuple[pa.Schema, list[pc.CastOptions | None]]] = []
+        # (index, name) of the output's non-nullable columns
+        self._required = [(i, f.name) for i, f in enumerate(context.arrow_schema)
+                          if not f.nullable]
+
+    scan_runs = False
+    """Whether the local engine reads runs of :meth:`can_batch` splits with :meth:`read_run`
+    (one ``pyarrow.dataset`` scan) instead of split by split. Off: on local files the
+    dataset scanner costs more CPU per small file than this reader (benchmarks/RESULTS.md,
+    "Backfill throughput"); it may pay where opening a file is slow (object stores)."""
+
+    def can_batch(self, split: FileSplit) -> bool:
+        """Whether ``split`` may be read with others in :meth:`read_run` (cheap; any thread)."""
+        return can_batch(split)
+
+    def read_run(self, splits: Sequence[FileSplit]) -> Iterator[tuple[int, pa.RecordBatch, int]]:
+        """``(index, batch, consumed)`` of ``splits`` (each :meth:`can_batch`) read through
+        one Arrow dataset scan: see :meth:`icefloe.reader.runs.RunScanner.read_run` for the
+        contract (split order; on error, resume the last item's split per split)."""
+        if self._runs is None:
+            self._runs = RunScanner(self)
+        return self._runs.read_run(splits)
 
     def read(self, split: FileSplit) -> Iterator[pa.RecordBatch]:
         """Non-empty batches of ``split`` (from ``split.resume_rows`` on)."""
@@ -90,27 +145,42 @@ class SplitReader:
             if batch.num_rows:
                 yield batch
 
-    def _open(self, split: FileSplit) -> pq.ParquetFile:
+    def _open(self, split: FileSplit) -> _OpenFile:
         if split.file_format != "PARQUET":
             raise DataFileError(
                 f"data file {split.file_path} (snapshot {split.snapshot_id}) is "
                 f"{split.file_format}; icefloe reads Parquet data files only"
             )
         try:
-            stream = self.context.io.new_input(split.file_path).open(seekable=True)
-            return pq.ParquetFile(stream, pre_buffer=True)
+            stream = self.files.open(split.file_path)
         except Exception as exc:
             raise DataFileError(
                 f"cannot read data file {split.file_path} of snapshot {split.snapshot_id} "
                 f"({type(exc).__name__}: {exc}); the file is missing or corrupt"
             ) from exc
+        try:
+            # the reader under pq.ParquetFile, without its per-file Python set-up (nested
+            # column paths, path resolution): with thousands of small files it shows
+            reader = ParquetReader()
+            reader.open(stream, pre_buffer=True, arrow_extensions_enabled=True)
+        except Exception as exc:
+            stream.close()
+            raise DataFileError(
+                f"cannot read data file {split.file_path} of snapshot {split.snapshot_id} "
+                f"({type(exc).__name__}: {exc}); the file is missing or corrupt"
+            ) from exc
+        return _OpenFile(reader, stream)
 
     def _file_plan(self, arrow_schema: pa.Schema, eq_ids: frozenset[int]) -> _FilePlan:
         """The projection of files with ``arrow_schema`` (field ids included in the key:
         all files of one write job share it, so per-file schema conversion runs once)."""
+        last = self._last_plan
+        if last is not None and last[1] == eq_ids and last[0].equals(arrow_schema, True):
+            return last[2]  # the previous file's schema (field metadata included): most files
         key = (arrow_schema.serialize().to_pybytes(), eq_ids)
         plan = self._plans.get(key)
         if plan is not None:
+            self._last_plan = (arrow_schema, eq_ids, plan)
             return plan
         ctx = self.context
         file_schema = pyarrow_to_schema(
@@ -128,10 +198,12 @@ class SplitReader:
             read_schema=read_schema, file_project=file_project,
             columns=[c.name for c in file_project.columns],
             missing_ids=frozenset(set(read_schema.field_ids) - set(file_schema.field_ids)),
+            all_columns=[c.name for c in file_project.columns] == arrow_schema.names,
         )
         if len(self._plans) >= _PLAN_CACHE_SIZE:
             self._plans.clear()
         self._plans[key] = plan
+        self._last_plan = (arrow_schema, eq_ids, plan)
         return plan
 
     def _missing_values(self, split: FileSplit, missing: frozenset[int]) -> dict[int, Any]:
@@ -156,9 +228,9 @@ class SplitReader:
             DataFileError: a data or delete file is missing, unreadable or not Parquet.
         """
         ctx = self.context
-        pf = self._open(split)
+        opened = self._open(split)
         try:
-            yield from self._read_open(split, pf, ctx)
+            yield from self._read_open(split, opened.reader, ctx)
         except DataFileError:
             raise
         except (OSError, pa.ArrowException) as exc:
@@ -167,40 +239,43 @@ class SplitReader:
                 f"{type(exc).__name__}: {exc}"
             ) from exc
         finally:
-            pf.close()
+            opened.close()
 
-    def _read_open(self, split: FileSplit, pf: pq.ParquetFile,
+    def _read_open(self, split: FileSplit, pf: ParquetReader,
                    ctx: ReadContext) -> Iterator[tuple[pa.RecordBatch, int]]:
         md = pf.metadata
-        groups: list[tuple[int, int, int]] = []  # (index, first file position, rows)
-        position = 0
-        for i in range(md.num_row_groups):
-            rg = md.row_group(i)
-            if split.is_whole_file or split.start <= _row_group_start(rg) < split.end:
-                groups.append((i, position, rg.num_rows))
-            position += rg.num_rows
-        equality = self.deletes.equality_sets(split)
-        eq_ids = frozenset(i for ids, _ in equality for i in ids)
-        plan = self._file_plan(pf.schema_arrow, eq_ids)
-        missing = self._missing_values(split, plan.missing_ids)
-        deleted = self.deletes.deleted_positions(split)
-
         consumed = split.resume_rows
         skip = split.resume_rows
         selected: list[int] = []
         first_position = None
-        for index, first_pos, rows in groups:
-            if skip >= rows and first_position is None:
-                skip -= rows
-                continue
-            if first_position is None:
-                first_position = first_pos
-            selected.append(index)
+        if split.is_whole_file and not skip:  # every row group, from position 0
+            selected = list(range(md.num_row_groups))
+            first_position = 0
+        else:
+            position = 0
+            for i in range(md.num_row_groups):
+                rg = md.row_group(i)
+                rows = rg.num_rows
+                if split.is_whole_file or split.start <= _row_group_start(rg) < split.end:
+                    if skip >= rows and first_position is None:
+                        skip -= rows
+                    else:
+                        if first_position is None:
+                            first_position = position
+                        selected.append(i)
+                position += rows
         if not selected or first_position is None:
             return
+        if split.delete_files:
+            equality = self.deletes.equality_sets(split)
+            eq_ids = frozenset(i for ids, _ in equality for i in ids)
+            deleted = self.deletes.deleted_positions(split)
+        else:
+            equality, eq_ids, deleted = [], frozenset(), None
+        plan = self._file_plan(pf.schema_arrow, eq_ids)
+        missing = self._missing_values(split, plan.missing_ids)
         pos = first_position
-        for raw in pf.iter_batches(batch_size=ctx.batch_size, row_groups=selected,
-                                   columns=plan.columns,
+        for raw in pf.iter_batches(ctx.batch_size, selected, _column_indices(pf, plan),
                                    use_threads=split.length >= _THREADED_DECODE_BYTES):
             n = raw.num_rows
             if skip:
@@ -220,7 +295,8 @@ class SplitReader:
     def _project(self, raw: pa.RecordBatch, plan: _FilePlan,
                  missing: dict[int, Any]) -> pa.RecordBatch:
         """``raw`` in the read schema; a relabel only when the projection is the identity."""
-        if plan.direct_schema is not None and not missing:
+        if plan.direct_schema is not None and not missing \
+                and raw.schema.equals(plan.direct_source):
             return pa.RecordBatch.from_arrays(raw.columns, schema=plan.direct_schema)
         ctx = self.context
         batch = _to_requested_schema(
@@ -232,12 +308,22 @@ class SplitReader:
         if not plan.direct_checked and not plan.missing_ids:
             plan.direct_checked = True
             if batch.schema.equals(raw.schema, check_metadata=False):
-                plan.direct_schema = batch.schema
+                plan.direct_schema, plan.direct_source = batch.schema, raw.schema
+                plan.fast = self._fast_output(batch.schema)
         return batch
 
     def _process(self, raw: pa.RecordBatch, first_pos: int, split: FileSplit,
                  plan: _FilePlan, missing: dict[int, Any], deleted: np.ndarray | None,
                  equality: list[tuple[tuple[int, ...], pa.Table]]) -> pa.RecordBatch:
+        fast = plan.fast
+        if fast is not None and deleted is None and not equality and not missing \
+                and raw.schema.equals(plan.direct_source):
+            # relabel (and cast) in one step: what the general path below ends with
+            out_schema, casts = fast
+            arrays = raw.columns
+            if casts is not None:
+                arrays = self._cast_columns(arrays, casts)
+            return pa.RecordBatch.from_arrays(arrays, schema=out_schema)
         ctx = self.context
         n = raw.num_rows
         read_schema = plan.read_schema
@@ -272,8 +358,52 @@ class SplitReader:
         if ctx.metadata_columns:
             batch = self._add_metadata(batch, split, positions)
         if not batch.schema.equals(ctx.arrow_schema):
-            batch = batch.cast(ctx.arrow_schema)
+            batch = self._conform(batch)
         return batch
+
+    def _conform(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """``batch`` cast to the context's Arrow schema (what ``RecordBatch.cast`` does, with
+        the per-column casts of each batch schema worked out once: most columns only need
+        the target field, e.g. ``string`` -> ``large_string`` touches two of five)."""
+        target = self.context.arrow_schema
+        schema = batch.schema
+        casts = next((c for s, c in self._conformers if s.equals(schema)), None)
+        if casts is None:
+            if schema.names != target.names:
+                raise ValueError(f"Target schema's field names are not matching the record "
+                                 f"batch's field names: {schema.names!r}, {target.names!r}")
+            casts = [None if have.type.equals(want.type) else pc.CastOptions.safe(want.type)
+                     for have, want in zip(schema, target, strict=True)]
+            if len(self._conformers) >= _PLAN_CACHE_SIZE:
+                self._conformers.clear()
+            self._conformers.append((schema, casts))
+        return pa.RecordBatch.from_arrays(
+            self._cast_columns(batch.columns, casts), schema=target)
+
+    def _cast_columns(self, columns: list[pa.Array],
+                      casts: list[pc.CastOptions | None]) -> list[pa.Array]:
+        """``columns`` cast by ``casts`` (None: as is) to the context's Arrow schema,
+        refusing nulls where it forbids them (as ``RecordBatch.cast`` does)."""
+        for index, name in self._required:
+            if columns[index].null_count > 0:
+                raise ValueError(f"Casting field {name!r} with null values to non-nullable")
+        return [column if options is None else pc.call_function("cast", [column], options)
+                for column, options in zip(columns, casts, strict=True)]
+
+    def _fast_output(self, direct: pa.Schema) -> tuple[pa.Schema, list[pc.CastOptions | None]
+                                                        | None] | None:
+        """For a plan whose projection is a relabel to ``direct``: the output schema and
+        casts of its batches when nothing but the relabel and the final cast applies (no
+        filter, no metadata columns, the output's columns in file order); else None."""
+        ctx = self.context
+        if self._filter_expr is not None or ctx.metadata_columns \
+                or direct.names != self._out_names:
+            return None
+        target = ctx.arrow_schema
+        if direct.equals(target):
+            return direct, None  # what the general path returns (its own metadata kept)
+        return target, [None if have.type.equals(want.type) else pc.CastOptions.safe(want.type)
+                        for have, want in zip(direct, target, strict=True)]
 
     def _add_metadata(self, batch: pa.RecordBatch, split: FileSplit,
                       positions: np.ndarray | None) -> pa.RecordBatch:

@@ -1,0 +1,484 @@
+"""Runs in the local engine: many small splits claimed together, chunked hand-off, and the
+optional dataset scan of a run (``SplitReader.scan_runs``), against PyIceberg's scans.
+
+Every test runs both ways of reading a run: split by split (the default) and through one
+``pyarrow.dataset`` scan per run of batchable splits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.io.pyarrow import schema_to_pyarrow
+from pyiceberg.schema import Schema
+from pyiceberg.table import Table
+from pyiceberg.types import FloatType, IntegerType, LongType, NestedField, StringType
+
+from icefloe import DataFileError, FileSplit, IcebergSource
+from icefloe.enumerator.bounded import BoundedPlan
+from icefloe.local.engine import SplitBatch, read_splits
+from icefloe.local.stream import LocalStream
+from icefloe.reader import ReadContext, SplitReader
+from icefloe.reader.runs import can_batch
+from icefloe.retry import RetryPolicy
+from tests.conftest import assert_same_rows
+from tests.helpers.tables import (
+    add_equality_deletes,
+    add_position_deletes,
+    make_catalog,
+    make_table,
+)
+
+V1 = Schema(
+    NestedField(1, "id", LongType(), required=True),
+    NestedField(2, "kind", StringType(), required=False),
+    NestedField(3, "n", IntegerType(), required=False),
+    NestedField(4, "value", FloatType(), required=False),
+)
+
+
+def _v1_rows(start: int, n: int) -> pa.Table:
+    ids = list(range(start, start + n))
+    return pa.table({"id": ids, "kind": [f"k{i % 3}" for i in ids], "n": [i % 7 for i in ids],
+                     "value": [i / 4 for i in ids]}, schema=schema_to_pyarrow(V1))
+
+
+def _v2_rows(table: Table, start: int, n: int) -> pa.Table:
+    ids = list(range(start, start + n))
+    return pa.table({"id": ids, "category": [f"k{i % 3}" for i in ids],
+                     "n": [i % 7 for i in ids], "extra": [None if i % 2 else f"x{i}" for i in ids]},
+                    schema=schema_to_pyarrow(table.schema()))
+
+
+def _first_id(path: str) -> int:
+    return int(pq.read_table(path.removeprefix("file://"), columns=["id"]).column("id")[0].as_py())
+
+
+def _build(catalog: SqlCatalog, identifier: str, equality: bool) -> tuple[Table, int, int]:
+    """4 small files of schema v1; ``kind`` renamed ``category``, ``n`` promoted int -> long,
+    ``extra`` added, ``value`` dropped; 4 files of schema v2 (snapshot ``all_appends``);
+    ids 10, 13, 19, 52, 54 deleted by position and ids 1, 25, 61, 62, 79 by an equality delete
+    (or, with ``equality=False``, by position too); 5 more v2 files (snapshot ``final``)."""
+    table = make_table(catalog, identifier=identifier, schema=V1)
+    for i in range(4):
+        table.append(_v1_rows(i * 10, 10))
+    with table.update_schema() as update:
+        update.rename_column("kind", "category")
+        update.update_column("n", LongType())
+        update.add_column("extra", StringType())
+        update.delete_column("value")
+    for i in range(4, 8):
+        table.append(_v2_rows(table, i * 10, 10))
+    head = table.current_snapshot()
+    assert head is not None
+    all_appends = head.snapshot_id
+    files = {_first_id(t.file.file_path): t.file.file_path for t in table.scan().plan_files()}
+    by_position = [10, 13, 19, 52, 54] + ([] if equality else list(EQUALITY_DELETED))
+    deletes: dict[str, list[int]] = {}
+    for i in by_position:
+        deletes.setdefault(files[i // 10 * 10], []).append(i % 10)
+    add_position_deletes(table, deletes)
+    if equality:
+        add_equality_deletes(table, pa.table({"id": pa.array(EQUALITY_DELETED, pa.int64())}),
+                             ["id"])
+    for i in range(8, 13):
+        table.append(_v2_rows(table, i * 10, 10))
+    head = table.current_snapshot()
+    assert head is not None
+    return table, all_appends, head.snapshot_id
+
+
+EQUALITY_DELETED = [1, 25, 61, 62, 79]
+
+
+class Evolved:
+    """A table of small files written before and after a schema change, then deleted from
+    (see :func:`_build`), and its twin with the equality delete done by position, which
+    PyIceberg can scan (PyIceberg 0.12 refuses equality deletes): the oracle."""
+
+    def __init__(self, catalog: SqlCatalog) -> None:
+        self.catalog = catalog
+        self.table, self.all_appends, self.final = _build(catalog, "db.evolved", True)
+        self.twin, twin_all, twin_final = _build(catalog, "db.twin", False)
+        self.twin_of = {self.all_appends: twin_all, self.final: twin_final}
+
+    def plan(self, snapshot: int, **options: str) -> BoundedPlan:
+        return IcebergSource("db.evolved", catalog=self.catalog,
+                             options={"snapshotId": str(snapshot), **options}).bounded_plan()
+
+    def expected(self, snapshot: int, columns: Sequence[str] | None = None,
+                 row_filter: str | None = None) -> pa.Table:
+        """PyIceberg's scan of the twin at the same point."""
+        scan_args: dict[str, Any] = {"snapshot_id": self.twin_of[snapshot]}
+        if columns is not None:
+            scan_args["selected_fields"] = tuple(columns)
+        if row_filter is not None:
+            scan_args["row_filter"] = row_filter
+        return self.twin.scan(**scan_args).to_arrow()
+
+
+@pytest.fixture(scope="module")
+def evolved(tmp_path_factory: pytest.TempPathFactory) -> Evolved:
+    return Evolved(make_catalog(tmp_path_factory.mktemp("runs")))
+
+
+@pytest.fixture(params=[False, True], ids=["split-by-split", "scan"])
+def scan_runs(request: pytest.FixtureRequest) -> Iterator[bool]:
+    """Both ways of reading a run (a class attribute of the reader, restored afterwards)."""
+    before = SplitReader.scan_runs
+    SplitReader.scan_runs = request.param
+    yield request.param
+    SplitReader.scan_runs = before
+
+
+class _Recording(SplitReader):
+    """A real reader that records the runs it scans and the splits it reads one by one."""
+
+    runs: ClassVar[list[list[str]]] = []
+    singles: ClassVar[list[tuple[str, int]]] = []
+    lock = threading.Lock()
+
+    def read_run(self, splits: Sequence[FileSplit]) -> Iterator[tuple[int, pa.RecordBatch, int]]:
+        with _Recording.lock:
+            _Recording.runs.append([s.split_id for s in splits])
+        return super().read_run(splits)
+
+    def read_progress(self, split: FileSplit) -> Iterator[tuple[pa.RecordBatch, int]]:
+        with _Recording.lock:
+            _Recording.singles.append((split.split_id, split.resume_rows))
+        return super().read_progress(split)
+
+
+def _late(cls: type[SplitReader]) -> Callable[[ReadContext], SplitReader]:
+    """A factory of ``cls`` readers that start late, so the engine's feeder has fed every
+    split of these small plans when the readers claim their first run (runs are then
+    longer than the minimum a scan needs, whatever the thread timing)."""
+    def factory(context: ReadContext) -> SplitReader:
+        time.sleep(0.2)
+        return cls(context)
+    return factory
+
+
+_recording = _late(_Recording)
+
+
+def _items(plan: BoundedPlan, parallelism: int = 2, preserve_order: bool = True,
+           **kwargs: Any) -> list[SplitBatch]:
+    _Recording.runs, _Recording.singles = [], []
+    kwargs.setdefault("reader_factory", _recording)
+    return list(read_splits(plan.splits(), plan.context, parallelism, preserve_order, **kwargs))
+
+
+def _by_split(items: list[SplitBatch]) -> dict[str, list[SplitBatch]]:
+    out: dict[str, list[SplitBatch]] = {}
+    for item in items:
+        out.setdefault(item.split.split_id, []).append(item)
+    return out
+
+
+def _sequential(plan: BoundedPlan) -> dict[str, pa.Table]:
+    """Each split read alone by a plain reader (the per-split path: the reference)."""
+    reader = SplitReader(plan.context)
+    return {s.split_id: pa.Table.from_batches(list(reader.read(s)),
+                                              schema=plan.context.arrow_schema)
+            for s in plan.splits()}
+
+
+@pytest.mark.parametrize("parallelism", [1, 3])
+@pytest.mark.parametrize("preserve_order", [True, False])
+@pytest.mark.parametrize("options", [
+    {},
+    {"columns": "category,id"},
+    {"columns": "n,extra", "filter": "n >= 3"},
+    {"filter": "category = 'k1' OR extra IS NULL", "batchSize": "3"},
+])
+def test_mixed_schemas_match_pyiceberg(evolved: Evolved, scan_runs: bool, parallelism: int,
+                                       preserve_order: bool, options: dict[str, str]) -> None:
+    for snapshot in (evolved.all_appends, evolved.final):
+        plan = evolved.plan(snapshot, **options)
+        items = _items(plan, parallelism, preserve_order)
+        got = pa.Table.from_batches([i.batch for i in items], schema=plan.context.arrow_schema)
+        columns = options["columns"].split(",") if "columns" in options else None
+        assert_same_rows(got, evolved.expected(snapshot, columns, options.get("filter")))
+        assert all(i.batch.num_rows <= plan.context.batch_size for i in items)
+        if snapshot == evolved.all_appends and plan.context.batch_size >= 10:
+            # 8 batchable splits of 10 records, runs of 4 queue_batches * batchSize records
+            assert bool(_Recording.runs) == scan_runs
+
+
+@pytest.mark.parametrize("options", [{}, {"columns": "id,extra", "batchSize": "3"},
+                                     {"filter": "n > 2", "metadataColumns": "_pos,_file"}])
+def test_run_scan_across_a_schema_change(evolved: Evolved, options: dict[str, str]) -> None:
+    """One run over files of both schemas (a scan would read the older ones with the newer
+    schema, nulls for the renamed column): the same batches as split by split."""
+    plan = evolved.plan(evolved.all_appends, **options)
+    splits = list(plan.splits())
+    assert len(splits) == 8 and all(can_batch(s) for s in splits)
+    reader = SplitReader(plan.context)
+    got: dict[int, list[pa.RecordBatch]] = {}
+    consumed: dict[int, list[int]] = {}
+    order = []
+    for index, batch, offset in reader.read_run(splits):
+        order.append(index)
+        got.setdefault(index, []).append(batch)
+        consumed.setdefault(index, []).append(offset)
+    assert order == sorted(order)
+    want = _sequential(plan)
+    for index, split in enumerate(splits):
+        table = pa.Table.from_batches(got[index], schema=plan.context.arrow_schema)
+        assert table.equals(want[split.split_id])
+        assert consumed[index][-1] == split.record_count
+
+
+def test_run_scan_raises_for_a_file_not_as_planned(evolved: Evolved, tmp_path: Path) -> None:
+    """A file with fewer records than its split says is an error, not a silent gap."""
+    plan = evolved.plan(evolved.all_appends)
+    splits = list(plan.splits())
+    short = tmp_path / "short.parquet"
+    path = splits[2].file_path.removeprefix("file://")
+    pq.write_table(pq.read_table(path).slice(0, 4), short)
+    splits[2] = dataclasses.replace(splits[2], file_path=f"file://{short}",
+                                    length=short.stat().st_size,
+                                    file_size=short.stat().st_size)
+    reader = SplitReader(plan.context)
+    with pytest.raises(DataFileError, match="returned 4 of its 10 records"):
+        list(reader.read_run(splits))
+
+
+@pytest.mark.parametrize("parallelism", [1, 2, 4])
+def test_items_equal_split_by_split_reads(evolved: Evolved, scan_runs: bool,
+                                          parallelism: int) -> None:
+    """Same batches per split as the per-split reader, metadata columns included; ordered
+    delivery follows split order; each split ends with exactly one ``last`` item whose
+    offset is the split's record count."""
+    plan = evolved.plan(evolved.final, metadataColumns="_pos,_file,_snapshot_id",
+                        batchSize="4")
+    splits = list(plan.splits())
+    items = _items(plan, parallelism)
+    assert [i.split.split_id for i in items] == [
+        s.split_id for s in splits for _ in range(len(_by_split(items)[s.split_id]))]
+    want = _sequential(plan)
+    for split in splits:
+        mine = _by_split(items)[split.split_id]
+        assert [i.last for i in mine] == [False] * (len(mine) - 1) + [True]
+        offsets = [i.consumed for i in mine]
+        assert offsets == sorted(offsets) and offsets[-1] == split.record_count
+        rows = pa.Table.from_batches([i.batch for i in mine], schema=plan.context.arrow_schema)
+        assert rows.equals(want[split.split_id])
+
+
+def test_every_offset_resumes_the_rest(evolved: Evolved, scan_runs: bool) -> None:
+    """``(split, consumed)`` of every item resumes exactly after it (what checkpoints keep)."""
+    plan = evolved.plan(evolved.final, batchSize="3", metadataColumns="_pos")
+    items = _items(plan, parallelism=2)
+    reader = SplitReader(plan.context)
+    for split_items in _by_split(items).values():
+        split = split_items[0].split
+        positions = [p for i in split_items for p in i.batch.column("_pos").to_pylist()]
+        seen = 0
+        for item in split_items:
+            seen += item.batch.num_rows
+            rest = [p for b in reader.read(split.with_position(item.consumed))
+                    for p in b.column("_pos").to_pylist()]
+            assert rest == positions[seen:]
+
+
+def test_deletes_and_resumes_keep_the_per_split_path(evolved: Evolved, scan_runs: bool) -> None:
+    plan = evolved.plan(evolved.final)
+    splits = list(plan.splits())
+    resumed = [s.with_position(2) if i % 3 == 0 else s for i, s in enumerate(splits)]
+    _Recording.runs, _Recording.singles = [], []
+    items = list(read_splits(resumed, plan.context, 2, True, reader_factory=_recording))
+    scanned = {sid for run in _Recording.runs for sid in run}
+    for split in resumed:
+        if split.delete_files or split.resume_rows:
+            assert split.split_id not in scanned
+            assert (split.split_id, split.resume_rows) in _Recording.singles
+    want = _sequential(plan)
+    for split in resumed:
+        got = pa.Table.from_batches(
+            [i.batch for i in _by_split(items)[split.split_id]], schema=plan.context.arrow_schema)
+        if split.resume_rows:
+            reader = SplitReader(plan.context)
+            expected = pa.Table.from_batches(list(reader.read(split)),
+                                             schema=plan.context.arrow_schema)
+        else:
+            expected = want[split.split_id]
+        assert got.equals(expected)
+
+
+class _FailingOnce(SplitReader):
+    """Fails once, transiently, in the middle of one split (after its first batch)."""
+
+    victim = ""
+    failed = False
+    where = ""
+
+    def read_progress(self, split: FileSplit) -> Iterator[tuple[pa.RecordBatch, int]]:
+        for n, item in enumerate(super().read_progress(split)):
+            yield item
+            if split.split_id == _FailingOnce.victim and not _FailingOnce.failed and n == 0:
+                _FailingOnce.failed, _FailingOnce.where = True, "split"
+                raise ConnectionResetError("connection reset while reading")
+
+    def read_run(self, splits: Sequence[FileSplit]) -> Iterator[tuple[int, pa.RecordBatch, int]]:
+        for index, batch, consumed in super().read_run(splits):
+            yield index, batch, consumed
+            if splits[index].split_id == _FailingOnce.victim and not _FailingOnce.failed:
+                _FailingOnce.failed, _FailingOnce.where = True, "scan"
+                raise OSError("scan interrupted")
+
+
+@pytest.mark.parametrize("preserve_order", [True, False])
+def test_failure_mid_run_resumes_the_split_from_its_offset(
+        evolved: Evolved, scan_runs: bool, preserve_order: bool) -> None:
+    plan = evolved.plan(evolved.all_appends, batchSize="4")
+    splits = list(plan.splits())
+    _FailingOnce.victim, _FailingOnce.failed = splits[5].split_id, False
+    items = list(read_splits(plan.splits(), plan.context, 2, preserve_order, queue_batches=20,
+                             reader_factory=_late(_FailingOnce),
+                             retry=RetryPolicy(max_attempts=2, backoff_ms=0)))
+    assert _FailingOnce.where == ("scan" if scan_runs else "split")
+    want = _sequential(plan)
+    per_split = _by_split(items)
+    for split in splits:
+        got = pa.Table.from_batches([i.batch for i in per_split[split.split_id]],
+                                    schema=plan.context.arrow_schema)
+        assert got.equals(want[split.split_id])  # no row twice, none lost
+    if preserve_order:
+        assert [i.split.split_id for i in items] == [
+            s.split_id for s in splits for _ in per_split[s.split_id]]
+
+
+def test_failure_without_retry(evolved: Evolved, scan_runs: bool) -> None:
+    """Without retries a split's transient error reaches the consumer after every earlier
+    split; a failed scan is not a failed split: it is read on split by split from there."""
+    plan = evolved.plan(evolved.all_appends, batchSize="4")
+    splits = list(plan.splits())
+    _FailingOnce.victim, _FailingOnce.failed = splits[5].split_id, False
+    got: list[SplitBatch] = []
+    items = read_splits(plan.splits(), plan.context, 2, True, queue_batches=20,
+                        reader_factory=_late(_FailingOnce))
+    if scan_runs:
+        got = list(items)
+        assert _FailingOnce.where == "scan"
+        assert [i.split.split_id for i in got if i.last] == [s.split_id for s in splits]
+        return
+    with pytest.raises(ConnectionResetError):  # NO_RETRY: the error itself
+        for item in items:
+            got.append(item)
+    assert [i.split.split_id for i in got if i.last] == [s.split_id for s in splits[:5]]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("preserve_order", [True, False])
+@pytest.mark.parametrize("damage", ["missing", "corrupt"])
+def test_broken_file_in_a_run_is_a_typed_error(tmp_path: Path, scan_runs: bool,
+                                               preserve_order: bool, damage: str) -> None:
+    catalog = make_catalog(tmp_path)
+    _, all_appends, _ = _build(catalog, "db.evolved", equality=True)
+    plan = IcebergSource("db.evolved", catalog=catalog,
+                         options={"snapshotId": str(all_appends)}).bounded_plan()
+    splits = list(plan.splits())
+    broken = splits[4]
+    path = broken.file_path.removeprefix("file://")
+    if damage == "missing":
+        os.remove(path)
+    else:
+        with open(path, "r+b") as f:
+            f.truncate(100)
+    got: list[SplitBatch] = []
+    with pytest.raises(DataFileError) as info:
+        for item in read_splits(plan.splits(), plan.context, 2, preserve_order,
+                                reader_factory=_late(SplitReader),
+                                retry=RetryPolicy(max_attempts=3, backoff_ms=0)):
+            got.append(item)
+    assert broken.file_path in str(info.value)
+    if preserve_order:  # everything before the broken file was delivered, in order
+        assert [i.split.split_id for i in got if i.last] == [s.split_id for s in splits[:4]]
+
+
+@pytest.mark.timeout(60)
+def test_a_run_never_waits_for_more_splits(evolved: Evolved, scan_runs: bool) -> None:
+    """A source that blocks (a stream between snapshots) does not hold back what it gave."""
+    plan = evolved.plan(evolved.all_appends)
+    splits = list(plan.splits())
+    release = threading.Event()
+
+    def source() -> Iterator[FileSplit]:
+        yield from splits[:6]
+        release.wait(30)
+        yield from splits[6:]
+
+    items = read_splits(source(), plan.context, parallelism=2)
+    first = []
+    while len([i for i in first if i.last]) < 6:
+        first.append(next(items))
+    assert not release.is_set()
+    release.set()
+    rest = list(items)
+    assert {i.split.split_id for i in first + rest if i.last} == {s.split_id for s in splits}
+
+
+def test_runs_are_bounded(evolved: Evolved, scan_runs: bool) -> None:
+    """A run holds at most ``queue_batches * batchSize`` records (memory) and
+    ``run_splits`` splits."""
+    plan = evolved.plan(evolved.all_appends, batchSize="10")
+    items = _items(plan, parallelism=1, queue_batches=5, run_splits=5)
+    assert len([i for i in items if i.last]) == 8
+    by_id = {s.split_id: s for s in plan.splits()}
+    for run in _Recording.runs:
+        assert len(run) <= 5
+        assert sum(by_id[sid].record_count for sid in run) <= 5 * 10
+    with pytest.raises(ValueError, match="run_splits"):
+        list(read_splits(plan.splits(), plan.context, run_splits=0))
+
+
+@pytest.mark.parametrize("acked", [3, 9, 14])
+def test_stream_restart_after_acks_in_the_middle_of_runs(tmp_path: Path, scan_runs: bool,
+                                                         acked: int) -> None:
+    """Checkpointed (split, offset) positions of a run's items: nothing lost on restart and
+    nothing acknowledged read again."""
+    catalog = make_catalog(tmp_path)
+    table = make_table(catalog, identifier="db.evolved", schema=V1)
+    for i in range(8):
+        table.append(_v1_rows(i * 10, 10))
+    ckpt = str(tmp_path / "ckpt")
+    options = {"pollIntervalMs": "50", "batchSize": "4"}
+    src = IcebergSource("db.evolved", catalog=catalog, options=options)
+    stream = src.stream(checkpoint=ckpt, parallelism=2, checkpoint_interval_s=0)
+    stream.start()
+    acked_ids: list[int] = []
+    for n, item in enumerate(stream):
+        if n == acked:
+            break
+        acked_ids.extend(item.batch.column("id").to_pylist())
+        item.ack()
+    _crash(stream)
+    again: list[int] = []
+    with IcebergSource("db.evolved", catalog=catalog, options=options).stream(
+            checkpoint=ckpt, available_now=True, checkpoint_interval_s=0) as restarted:
+        for item in restarted:
+            again.extend(item.batch.column("id").to_pylist())
+            item.ack()
+    assert sorted(acked_ids + again) == list(range(80))
+
+
+def _crash(stream: LocalStream) -> None:
+    """Stop a stream's threads without writing its final checkpoint."""
+    stream._stop.set()
+    stream._closed = True
+    if stream._engine is not None:
+        stream._engine.close()  # type: ignore[attr-defined]
+
+
