@@ -12,6 +12,11 @@ Without a row filter, data manifests are decoded by the planning-only decoder
 the planning thread. With a filter (the metrics evaluator reads the stats), for delete
 manifests (position delete bounds on ``file_path`` narrow which data files a delete
 applies to) and for incremental discovery, entries are PyIceberg's full records.
+
+Incremental discovery finds the snapshot's own manifests with a skip-only scan of its
+manifest list (:mod:`icefloe.enumerator.manifest_list_decoder`): the list grows with the
+table, so the other entries are stepped over, never built; the matching ones are
+PyIceberg's ``ManifestFile`` records. Full scans read the whole list with PyIceberg.
 """
 
 from __future__ import annotations
