@@ -12,6 +12,11 @@ Without a row filter, data manifests are decoded by the planning-only decoder
 the planning thread. With a filter (the metrics evaluator reads the stats), for delete
 manifests (position delete bounds on ``file_path`` narrow which data files a delete
 applies to) and for incremental discovery, entries are PyIceberg's full records.
+
+Incremental discovery finds the snapshot's own manifests with a skip-only scan of its
+manifest list (:mod:`icefloe.enumerator.manifest_list_decoder`): the list grows with the
+table, so the other entries are stepped over, never built; the matching ones are
+PyIceberg's ``ManifestFile`` records. Full scans read the whole list with PyIceberg.
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ from icefloe.enumerator.manifest_decoder import (
     LiveDataFile,
     live_data_files,
 )
+from icefloe.enumerator.manifest_list_decoder import added_manifests
 from icefloe.errors import DataFileError
 
 log = logging.getLogger(__name__)
@@ -213,6 +219,26 @@ def snapshot_manifests(io: FileIO, snapshot: Snapshot) -> list[ManifestFile]:
         ) from exc
 
 
+def snapshot_added_manifests(io: FileIO, snapshot: Snapshot) -> list[ManifestFile]:
+    """The manifests ``snapshot`` itself added (``added_snapshot_id``), in manifest-list
+    order: the entries of ``snapshot_manifests`` that match, without building the others
+    (:func:`icefloe.enumerator.manifest_list_decoder.added_manifests`).
+
+    Raises:
+        DataFileError: the manifest list is missing or unreadable (names it and the
+            snapshot).
+    """
+    try:
+        with io.new_input(snapshot.manifest_list).open() as f:
+            content = f.read()
+        return added_manifests(content, snapshot.snapshot_id)
+    except Exception as exc:
+        raise DataFileError(
+            f"cannot read manifest list {snapshot.manifest_list} of snapshot "
+            f"{snapshot.snapshot_id}: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
 def live_entries(
     io: FileIO, manifests: list[ManifestFile], snapshot_id: int,
     keep: Callable[[ManifestEntry], bool],
@@ -239,9 +265,11 @@ class SnapshotChanges:
 
 def snapshot_changes(io: FileIO, snapshot: Snapshot) -> SnapshotChanges:
     """Entries ``snapshot`` added or deleted. Only manifests whose ``added_snapshot_id``
-    is the snapshot are opened, so the cost follows the size of the change."""
+    is the snapshot are built and opened (:func:`snapshot_added_manifests`); the rest of
+    the manifest list is stepped over, so the cost follows the size of the change (plus
+    a scan of the list that is cheap per manifest)."""
     sid = snapshot.snapshot_id
-    own = [m for m in snapshot_manifests(io, snapshot) if m.added_snapshot_id == sid]
+    own = snapshot_added_manifests(io, snapshot)
     changes = SnapshotChanges()
     for manifest, entries in zip(own, ordered_map(lambda m: read_entries(io, m, sid), own),
                                  strict=True):
