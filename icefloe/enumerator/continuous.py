@@ -40,6 +40,11 @@ from icefloe.state.position import Phase, Position
 log = logging.getLogger(__name__)
 
 
+def _seq(snapshot: Snapshot) -> int:
+    """A snapshot's sequence number (v1 metadata may leave it out: 0, as the spec says)."""
+    return snapshot.sequence_number or 0
+
+
 @dataclass(frozen=True, slots=True)
 class Limits:
     """Admission limits of one enumeration call (None = unlimited). Soft: the first
@@ -196,24 +201,24 @@ class ContinuousEnumerator:
         lineage = list(ancestors_of(head, self.handle.metadata))  # newest first
         version = opts.starting_version
         if version == "latest":
-            return Position.after(head.snapshot_id, head.sequence_number)
+            return Position.after(head.snapshot_id, _seq(head))
         if version == "earliest":
             oldest = lineage[-1]
-            return Position("incremental", oldest.snapshot_id, oldest.sequence_number, 0)
+            return Position("incremental", oldest.snapshot_id, _seq(oldest), 0)
         if isinstance(version, int):
             for snap in lineage:
                 if snap.snapshot_id == version:
-                    return Position("incremental", snap.snapshot_id, snap.sequence_number, 0)
+                    return Position("incremental", snap.snapshot_id, _seq(snap), 0)
             raise SnapshotNotFoundError(
                 f"startingVersion {version} is not a snapshot on {what}; pick one of its "
                 "ancestors (or 'earliest' / 'latest')")
         if opts.starting_timestamp_ms is not None:
             later = [s for s in lineage if s.timestamp_ms >= opts.starting_timestamp_ms]
             if not later:
-                return Position.after(head.snapshot_id, head.sequence_number)
+                return Position.after(head.snapshot_id, _seq(head))
             first = later[-1]
-            return Position("incremental", first.snapshot_id, first.sequence_number, 0)
-        return Position("scan", head.snapshot_id, head.sequence_number, 0)
+            return Position("incremental", first.snapshot_id, _seq(first), 0)
+        return Position("scan", head.snapshot_id, _seq(head), 0)
 
     # -- lineage safety -----------------------------------------------------------
 
@@ -242,7 +247,7 @@ class ContinuousEnumerator:
             log.warning("position %s expired; failOnDataLoss=false: continuing from the "
                         "oldest snapshot still in the lineage, %d (data in between is lost)",
                         position.describe(), oldest.snapshot_id)
-            return Position("incremental", oldest.snapshot_id, oldest.sequence_number, 0)
+            return Position("incremental", oldest.snapshot_id, _seq(oldest), 0)
         if opts.on_lineage_break == "restartFromStart":
             self.identity = self.handle.identity
             start = self.initial_position()
@@ -251,7 +256,7 @@ class ContinuousEnumerator:
             return start
         if opts.on_lineage_break == "restartFromHead":
             self.identity = self.handle.identity
-            start = Position.after(head.snapshot_id, head.sequence_number) if head \
+            start = Position.after(head.snapshot_id, _seq(head)) if head \
                 else Position.beginning()
             log.warning("lineage broken at %s (%s); onLineageBreak=restartFromHead: "
                         "continuing %s", position.describe(), exc, start.describe())
@@ -349,8 +354,8 @@ class ContinuousEnumerator:
             if phase == "incremental" and decide(snap, self.options) is Action.SKIP:
                 log.info("skipping snapshot %d (%s) by policy", snap.snapshot_id,
                          operation_of(snap))
-                items.append(UnitEnd(phase, snap.snapshot_id, snap.sequence_number))
-                current = Position.after(snap.snapshot_id, snap.sequence_number)
+                items.append(UnitEnd(phase, snap.snapshot_id, _seq(snap)))
+                current = Position.after(snap.snapshot_id, _seq(snap))
                 continue
             cursor = self._unit_splits(phase, snap, start)
             stopped = False
@@ -366,13 +371,13 @@ class ContinuousEnumerator:
                 items.append(split)
                 files, nbytes, rows = files + 1, nbytes + split.length, rows + split.record_count
                 cursor.next_ordinal = split.ordinal + 1
-                current = Position(phase, snap.snapshot_id, snap.sequence_number,
+                current = Position(phase, snap.snapshot_id, _seq(snap),
                                    split.ordinal + 1)
             if stopped or current == stop_at:
                 break
             self._cursor = None
-            items.append(UnitEnd(phase, snap.snapshot_id, snap.sequence_number))
-            current = Position.after(snap.snapshot_id, snap.sequence_number)
+            items.append(UnitEnd(phase, snap.snapshot_id, _seq(snap)))
+            current = Position.after(snap.snapshot_id, _seq(snap))
             if limits.full(files, nbytes, rows):
                 break
         log.info("enumerated %d splits: after %s, through %s (head %s)",
