@@ -42,14 +42,14 @@ from pyiceberg.catalog import Catalog
 from ray.exceptions import RayActorError
 
 from icefloe.enumerator.continuous import ContinuousEnumerator, Limits, UnitEnd
-from icefloe.errors import TableReplacedError
 from icefloe.reader.context import ReadContext
 from icefloe.reader.split_reader import SplitReader
 from icefloe.source import IcebergSource
 from icefloe.splits.split import FileSplit
-from icefloe.state import AckTracker, Checkpoint, open_store, plan_fingerprint, validate_for
+from icefloe.state import AckTracker
 from icefloe.state.acks import UnknownSplitError
 from icefloe.state.position import Position
+from icefloe.state.session import CheckpointSession
 
 log = logging.getLogger(__name__)
 
@@ -167,8 +167,6 @@ class EnumeratorActor:
         self._failed_readers: set[str] = set()
         self._enumerated_all = False
         self._error: BaseException | None = None
-        self._dirty = False
-        self._last_write = 0.0
         self._handed = 0
         self._thread: threading.Thread | None = None
 
@@ -177,29 +175,11 @@ class EnumeratorActor:
         handle = self.source.handle
         opts = self.options
         self.enumerator = ContinuousEnumerator(handle, opts)
-        self.fingerprint = plan_fingerprint(opts.filter, opts.case_sensitive, opts.split_size)
-        self.store = open_store(self.checkpoint_location) if self.checkpoint_location else None
-        ckpt = self.store.read() if self.store is not None else None
-        position: Position | None = None
-        skip: tuple[str, ...] = ()
-        offsets: tuple[tuple[str, int], ...] = ()
-        if ckpt is not None:
-            try:
-                validate_for(ckpt, handle.identifier, handle.identity, opts.ref,
-                             self.fingerprint)
-                position, skip, offsets = ckpt.position, ckpt.acked_beyond, ckpt.offsets
-                self.enumerator.identity = ckpt.table_identity
-                log.info("restored checkpoint at %s (%d acked beyond, %d partial)",
-                         position.describe(), len(skip), len(offsets))
-            except TableReplacedError:
-                if opts.on_lineage_break == "fail":
-                    raise
-                log.warning("table %s was re-created since the checkpoint; starting afresh",
-                            handle.identifier)
-        if position is None:
-            position = self.enumerator.initial_position()
-            log.info("starting %s at %s", handle.identifier, position.describe())
-        self.tracker = AckTracker(position, skip, offsets)
+        self.session = CheckpointSession(handle, opts, self.checkpoint_location)
+        start = self.session.restore(self.enumerator)
+        position = start.position
+        self.tracker = start.tracker()
+        self.write_checkpoint()  # a new start is durable at once (restore marked it dirty)
         self.context = ReadContext.create(handle.metadata, handle.io, handle.metadata.schema(),
                                           opts)
         self._pinned_head: int | None = None
@@ -264,7 +244,7 @@ class EnumeratorActor:
             self._stop.wait(0.05)
         with self._lock:
             self.tracker = AckTracker(position, (), ())
-            self._dirty = True
+            self.session.mark_dirty()
 
     # -- reader requests --------------------------------------------------------------
 
@@ -302,8 +282,8 @@ class EnumeratorActor:
                 self._acked_rows.pop(split_id, None)
             elif split_id in self._assigned:
                 self._acked_rows[split_id] = max(self._acked_rows.get(split_id, 0), consumed)
-            self._dirty = True
-        if time.monotonic() - self._last_write >= self.checkpoint_interval_s:
+            self.session.mark_dirty()
+        if self.session.due(self.checkpoint_interval_s):
             self.write_checkpoint()
 
     def reader_failed(self, reader_id: str) -> int:
@@ -341,25 +321,8 @@ class EnumeratorActor:
 
     def write_checkpoint(self) -> None:
         """Write the acknowledged state now (no-op without a store or new acks)."""
-        if self.store is None:
-            return
         with self._lock:
-            if not self._dirty:
-                return
-            position, acked_beyond, offsets = self.tracker.checkpoint_state()
-            ckpt = Checkpoint(
-                table=self.source.handle.identifier,
-                table_identity=self.enumerator.identity,
-                ref=self.options.ref,
-                plan_fingerprint=self.fingerprint,
-                position=position,
-                acked_beyond=tuple(acked_beyond),
-                offsets=tuple(offsets),
-                nessie_hashes=(),
-            )
-            self.store.write(ckpt)
-            self._dirty = False
-            self._last_write = time.monotonic()
+            self.session.write(self.tracker, self.enumerator.identity)
 
     def close(self) -> Position | None:
         """Stop enumerating, write the final checkpoint; returns the committed position."""
