@@ -54,7 +54,11 @@ from icefloe.state.session import CheckpointSession
 log = logging.getLogger(__name__)
 
 Sink = Callable[["RayStreamItem"], Any] | Any
-"""A picklable callable taking a :class:`RayStreamItem`, or an object with ``write(item)``."""
+"""A picklable callable taking a :class:`RayStreamItem`, or an object with ``write(item)``.
+
+An object sink may also define ``acked(item)``: the reader actor then waits for the
+enumerator to record each batch's ack (and to write the checkpoint when due) and calls
+it, in the reader actor, before it reads on (one round trip per batch)."""
 
 _CATALOG_TYPES = {"SqlCatalog": "sql", "RestCatalog": "rest", "HiveCatalog": "hive",
                   "GlueCatalog": "glue", "DynamoDbCatalog": "dynamodb",
@@ -83,7 +87,8 @@ class RayStreamItem:
     """One batch of the stream.
 
     In driver mode call :meth:`ack` once the sink has it durably. A ``sink`` run in a
-    reader actor need not ack: the reader acks the batch when the sink returns.
+    reader actor need not ack: the reader acks the batch when the sink returns (and
+    calls the sink's ``acked(item)``, if it has one, once the ack is recorded).
 
     Attributes:
         batch: the rows (at most ``batchSize``).
@@ -98,7 +103,7 @@ class RayStreamItem:
     consumed: int
     last: bool
     reader_id: str = ""
-    _acker: Callable[[str, int | None], None] | None = field(default=None, repr=False)
+    _acker: Callable[[str, int | None, bool], None] | None = field(default=None, repr=False)
 
     @property
     def split_id(self) -> str:
@@ -112,10 +117,17 @@ class RayStreamItem:
     def sequence_number(self) -> int:
         return self.split.sequence_number
 
-    def ack(self) -> None:
-        """Acknowledge this batch (and, cumulatively, the split's batches before it)."""
+    def ack(self, wait: bool = False) -> None:
+        """Acknowledge this batch (and, cumulatively, the split's batches before it).
+
+        Args:
+            wait: return only once the enumerator recorded the ack (and wrote the
+                checkpoint, when ``checkpoint_interval_s`` is due). Without it the ack is
+                sent and not awaited: a crash right after may lose it, and the batch
+                is then delivered again after the restart (at least once).
+        """
         if self._acker is not None:
-            self._acker(self.split.split_id, None if self.last else self.consumed)
+            self._acker(self.split.split_id, None if self.last else self.consumed, wait)
 
 
 def split_items(reader: SplitReader, split: FileSplit,
@@ -371,11 +383,17 @@ class ReaderActor:
                 except queue.Full:
                     continue
             return False
-        if batch.num_rows:
-            ray_item = RayStreamItem(batch, split, consumed, last, self.reader_id)
-            write = getattr(self.sink, "write", None)
-            write(ray_item) if write is not None else self.sink(ray_item)
-        self.enumerator.ack.remote(split.split_id, None if last else consumed)
+        if not batch.num_rows:
+            self.enumerator.ack.remote(split.split_id, None if last else consumed)
+            return True
+        ray_item = RayStreamItem(batch, split, consumed, last, self.reader_id)
+        write = getattr(self.sink, "write", None)
+        write(ray_item) if write is not None else self.sink(ray_item)
+        ack = self.enumerator.ack.remote(split.split_id, None if last else consumed)
+        acked = getattr(self.sink, "acked", None)
+        if acked is not None:
+            ray.get(ack)
+            acked(ray_item)
         return True
 
     def _loop(self) -> None:
@@ -513,8 +531,10 @@ class RayStream:
         self.replaced.append(reader_id)
         return self._add_reader()
 
-    def _ack(self, split_id: str, consumed: int | None) -> None:
-        self.enumerator.ack.remote(split_id, consumed)
+    def _ack(self, split_id: str, consumed: int | None, wait: bool = False) -> None:
+        ack = self.enumerator.ack.remote(split_id, consumed)
+        if wait:
+            ray.get(ack)
 
     def stop(self) -> None:
         """Ask :meth:`run` / iteration to return (thread-safe)."""
@@ -566,7 +586,13 @@ class RayStream:
     # -- driver mode ------------------------------------------------------------------
 
     def __iter__(self) -> Iterator[RayStreamItem]:
-        """Driver mode: the stream's items; ack each once the sink has it."""
+        """Driver mode: the stream's items; ack each once the sink has it.
+
+        Available-now ends once every split is acknowledged or, for a consumer that
+        does not ack everything, once enumeration is done and every reader reported
+        idle after that (a reader still starting, or one that cannot be scheduled, no
+        longer holds the end back when everything is acknowledged).
+        """
         if self.sink is not None:
             raise ValueError("this stream has a sink; call run() instead of iterating")
         self.start()
@@ -607,7 +633,10 @@ class RayStream:
                     submit(reader_id)
             if self.available_now and time.monotonic() - last_status > 0.2:
                 last_status = time.monotonic()
-                if drained_at is None and self.status()["drained"]:
+                status = self.status()  # ordered after this driver's acks
+                if status["finished"]:
+                    return  # all acknowledged: a reader still starting has nothing new
+                if drained_at is None and status["drained"]:
                     drained_at = time.monotonic()
                 if drained_at is not None and all(
                         idle_since.get(r, -1.0) > drained_at for r in self.readers):
