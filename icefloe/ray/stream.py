@@ -4,10 +4,12 @@ The FLIP-27 split-request loop on Ray:
 
 - :class:`EnumeratorActor` (one, ``num_cpus=0``) opens the catalog itself (catalog
   name + ``catalog.<prop>`` options: catalog objects do not always pickle), restores
-  the checkpoint, and runs :class:`~icefloe.enumerator.continuous.ContinuousEnumerator`
-  on a background thread that fills a bounded queue of pending splits, registered
-  with an :class:`~icefloe.state.AckTracker`. Readers request splits; a reader holds
-  at most ``max_in_flight_per_reader`` unacknowledged splits (backpressure). Acks
+  the checkpoint (:class:`~icefloe.state.session.CheckpointSession`, shared with the
+  local stream; a new start is checkpointed at once), and runs
+  :class:`~icefloe.enumerator.continuous.ContinuousEnumerator` on a background
+  thread that fills a bounded queue of pending splits, registered with an
+  :class:`~icefloe.state.AckTracker`. Readers request splits; a reader holds at most
+  ``max_in_flight_per_reader`` unacknowledged splits (backpressure). Acks
   advance the committed position, written to the checkpoint store (the local
   stream's :class:`~icefloe.state.Checkpoint` format) at most every
   ``checkpoint_interval_s`` and on close. When a reader dies, its unacknowledged
@@ -20,7 +22,9 @@ The FLIP-27 split-request loop on Ray:
   (replacing dead ones), and iterates items or waits.
 
 Delivery is at least once: a restart, or a reader's death, re-delivers only what was
-not acknowledged. Everything crossing actors is picklable: the read context, split
+not acknowledged; ``item.ack(wait=True)`` and a sink's ``acked(item)`` tell when an
+ack is recorded (and checkpointed, when due). The driver's death ends the job's actors:
+restart it on the same checkpoint. Everything crossing actors is picklable: the read context, split
 objects, Arrow batches, the sink (a picklable callable or an object with ``write``).
 """
 
