@@ -68,7 +68,10 @@ def run_campaign(root: Path, address: str, size: Size = CAMPAIGN_SIZE,
             row.duplicates += v.duplicates
             row.bad_duplicates += v.bad_duplicates
             row.seconds += result.seconds
-            shutil.rmtree(work, ignore_errors=True)
+            if v.ok:
+                shutil.rmtree(work, ignore_errors=True)
+            elif log:
+                print(f"  kept {work} for inspection", flush=True)
             if log:
                 print(f"  {name} #{i + 1}: {result}", flush=True)
         out.append(row)

@@ -7,7 +7,8 @@ checkpoint and ingests the table into a line sink, the design of
 :mod:`tests.reliability.child`:
 
 - ``--mode sink``: the sink runs in the reader actors. For every batch it appends one
-  JSON line ``{"run", "split", "consumed", "ids"}`` to ``--out`` and fsyncs it; the
+  JSON line ``{"run", "split", "consumed", "ids"}`` to ``--out`` and fsyncs it (``split``
+  is ``split id@reader id``, see :func:`delivery`); the
   reader then acks, waits for the enumerator to record the ack (``checkpoint_interval_s=0``:
   the checkpoint is written before the ack returns) and calls ``acked``, which appends
   ``{"run", "ack", "consumed"}``.
@@ -55,6 +56,22 @@ def _append(path: str, record: dict[str, Any], fsync: bool) -> None:
         os.close(fd)
 
 
+def delivery(item: icefloe.ray.RayStreamItem) -> str:
+    """``split@reader``: the judge keys batches by (run, split, consumed), and within one
+    run a batch can be delivered twice (by a killed reader, unacknowledged, and again by
+    the reader its split was handed to); the reader id keeps the two apart."""
+    return f"{item.split_id}@{item.reader_id}"
+
+
+def batch_line(run: int, item: icefloe.ray.RayStreamItem) -> dict[str, Any]:
+    return {"run": run, "split": delivery(item), "consumed": item.consumed,
+            "ids": item.batch.column("id").to_pylist()}
+
+
+def ack_line(run: int, item: icefloe.ray.RayStreamItem) -> dict[str, Any]:
+    return {"run": run, "ack": delivery(item), "consumed": item.consumed}
+
+
 class LineSink:
     """The line sink, run in the reader actors (picklable: a path and two numbers)."""
 
@@ -65,12 +82,10 @@ class LineSink:
 
     def write(self, item: icefloe.ray.RayStreamItem) -> None:
         time.sleep(self.delay_s)  # a sink's own latency: kills land mid-stream
-        _append(self.out, {"run": self.run, "split": item.split_id, "consumed": item.consumed,
-                           "ids": item.batch.column("id").to_pylist()}, fsync=True)
+        _append(self.out, batch_line(self.run, item), fsync=True)
 
     def acked(self, item: icefloe.ray.RayStreamItem) -> None:
-        _append(self.out, {"run": self.run, "ack": item.split_id, "consumed": item.consumed},
-                fsync=False)
+        _append(self.out, ack_line(self.run, item), fsync=False)
 
 
 def _actor_pids(stream: icefloe.ray.RayStream) -> list[int]:
@@ -162,12 +177,9 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 for item in stream:
                     time.sleep(args.sink_delay)
-                    _append(args.out, {"run": args.run, "split": item.split_id,
-                                       "consumed": item.consumed,
-                                       "ids": item.batch.column("id").to_pylist()}, fsync=True)
+                    _append(args.out, batch_line(args.run, item), fsync=True)
                     item.ack(wait=True)
-                    _append(args.out, {"run": args.run, "ack": item.split_id,
-                                       "consumed": item.consumed}, fsync=False)
+                    _append(args.out, ack_line(args.run, item), fsync=False)
                     if time.monotonic() > deadline:
                         break
         finally:
