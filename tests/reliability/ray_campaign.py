@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.reliability.campaign import Row
 from tests.reliability.ray_scenarios import RAY_SCENARIOS, Plan
 from tests.reliability.scenarios import Size
 
@@ -31,19 +32,12 @@ CAMPAIGN_PLAN = Plan(kill_every=3.0, driver_kills=3, reader_kills_before=3, comm
 
 
 @dataclass
-class RayRow:
-    """One line of the table: totals over ``runs`` repetitions of ``scenario``."""
+class RayRow(Row):
+    """A :class:`~tests.reliability.campaign.Row` that also counts what was killed
+    (``processes`` stays unused: the driver runs are ``driver_kills + runs``)."""
 
-    scenario: str
-    runs: int = 0
     reader_kills: int = 0
     driver_kills: int = 0
-    rows_expected: int = 0
-    lost: int = 0
-    extra: int = 0
-    duplicates: int = 0
-    bad_duplicates: int = 0
-    seconds: float = 0.0
 
 
 def run_campaign(root: Path, address: str, size: Size = CAMPAIGN_SIZE,
