@@ -24,8 +24,9 @@ The FLIP-27 split-request loop on Ray:
 Delivery is at least once: a restart, or a reader's death, re-delivers only what was
 not acknowledged; ``item.ack(wait=True)`` and a sink's ``acked(item)`` tell when an
 ack is recorded (and checkpointed, when due). The driver's death ends the job's actors:
-restart it on the same checkpoint. Everything crossing actors is picklable: the read context, split
-objects, Arrow batches, the sink (a picklable callable or an object with ``write``).
+restart it on the same checkpoint. Everything crossing actors is picklable: the read
+context, split objects, Arrow batches, the sink (a picklable callable or an object with
+``write``).
 """
 
 from __future__ import annotations
