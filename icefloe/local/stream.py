@@ -31,13 +31,14 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from icefloe.enumerator.continuous import ContinuousEnumerator, Limits, UnitEnd
-from icefloe.errors import StreamClosedError, TableReplacedError
+from icefloe.errors import StreamClosedError
 from icefloe.local.engine import SplitBatch, read_splits
 from icefloe.reader.context import ReadContext
 from icefloe.retry import RetryPolicy, call_with_retry
 from icefloe.splits.split import FileSplit
-from icefloe.state import AckTracker, Checkpoint, open_store, plan_fingerprint, validate_for
+from icefloe.state import AckTracker, CheckpointStore
 from icefloe.state.position import Phase, Position
+from icefloe.state.session import CheckpointSession
 
 if TYPE_CHECKING:
     from icefloe.source import IcebergSource
@@ -157,8 +158,6 @@ class LocalStream:
         self._work: queue.Queue[object] = queue.Queue(maxsize=2 * parallelism)
         self._started = False
         self._closed = False
-        self._last_write = 0.0
-        self._dirty = False
         self._engine: Iterator[SplitBatch] | None = None
         self._thread: threading.Thread | None = None
         self._seen_at: dict[int, str] = {}  # snapshot id -> Nessie commit hash seen at
@@ -177,39 +176,16 @@ class LocalStream:
         if self._started:
             return
         self._started = True
-        self._last_write = time.monotonic()
         handle = self.source.handle
         opts = self.options
         self.enumerator = ContinuousEnumerator(handle, opts)
-        self.fingerprint = plan_fingerprint(opts.filter, opts.case_sensitive, opts.split_size)
-        self.store = open_store(self.checkpoint_location) if self.checkpoint_location else None
+        self._session = CheckpointSession(handle, opts, self.checkpoint_location)
+        self._session.last_write = time.monotonic()
         crash_point("during_restore")
-        ckpt = self.store.read() if self.store is not None else None
-        skip: tuple[str, ...] = ()
-        offsets: tuple[tuple[str, int], ...] = ()
-        position: Position | None = None
-        if ckpt is not None:
-            try:
-                validate_for(ckpt, handle.identifier, handle.identity, opts.ref,
-                             self.fingerprint)
-                position, skip, offsets = ckpt.position, ckpt.acked_beyond, ckpt.offsets
-                self.enumerator.identity = ckpt.table_identity
-                log.info("restored checkpoint at %s (%d acked beyond, %d partial)",
-                         position.describe(), len(skip), len(offsets))
-            except TableReplacedError:
-                if opts.on_lineage_break == "fail":
-                    raise
-                log.warning("table %s was re-created since the checkpoint; "
-                            "onLineageBreak=%s: starting afresh", handle.identifier,
-                            opts.on_lineage_break)
-        if position is None:
-            position = self.enumerator.initial_position()
-            log.info("starting %s at %s", handle.identifier, position.describe())
-        self.tracker = AckTracker(position, skip, offsets)
-        if ckpt is None:
-            # make the resolved start durable: a restart must not resolve `latest` anew
-            self._dirty = True
-            self.write_checkpoint()
+        start = self._session.restore(self.enumerator)
+        position = start.position
+        self.tracker = start.tracker()
+        self.write_checkpoint()  # a new start is durable at once (restore marked it dirty)
         schema = handle.metadata.schema()
         self.context = ReadContext.create(handle.metadata, handle.io, schema, opts)
         self._pinned_head: int | None = None
@@ -305,7 +281,7 @@ class LocalStream:
             self._wait(0.05)
         with self._lock:
             self.tracker = AckTracker(position, (), ())
-            self._dirty = True
+            self._session.mark_dirty()
 
     def _update_lag(self, position: Position) -> None:
         head = self.enumerator.head()
@@ -359,39 +335,29 @@ class LocalStream:
     def _ack(self, split_id: str, consumed: int | None) -> None:
         with self._lock:
             self.tracker.ack(split_id, consumed)
-            self._dirty = True
+            self._session.mark_dirty()
         crash_point("after_ack")
-        if time.monotonic() - self._last_write >= self.checkpoint_interval_s:
+        if self._session.due(self.checkpoint_interval_s):
             self.write_checkpoint()
 
     def committed(self) -> Position:
         """The committed (acknowledged, exclusive) position."""
         return self.tracker.committed()
 
+    @property
+    def store(self) -> CheckpointStore | None:
+        """The checkpoint store (None: in memory); set to None to stop writing."""
+        return self._session.store
+
+    @store.setter
+    def store(self, value: CheckpointStore | None) -> None:
+        self._session.store = value
+
     def write_checkpoint(self) -> None:
         """Write the acknowledged state now (no-op without a store or new acks)."""
-        if self.store is None:
-            return
         with self._lock:
-            if not self._dirty:
-                return
-            position, acked_beyond, offsets = self.tracker.checkpoint_state()
-            ckpt = Checkpoint(
-                table=self.source.handle.identifier,
-                table_identity=self.enumerator.identity,
-                ref=self.options.ref,
-                plan_fingerprint=self.fingerprint,
-                position=position,
-                acked_beyond=tuple(acked_beyond),
-                offsets=tuple(offsets),
-                nessie_hashes=self._hashes_from(position),
-                created_ms=int(time.time() * 1000),
-                writer="icefloe",
-            )
-            crash_point("during_checkpoint_write")
-            self.store.write(ckpt)
-            self._dirty = False
-            self._last_write = time.monotonic()
+            self._session.write(self.tracker, self.enumerator.identity, self._hashes_from,
+                                functools.partial(crash_point, "during_checkpoint_write"))
 
     def _hashes_from(self, position: Position) -> tuple[tuple[int, str], ...]:
         """Nessie hashes of the committed snapshot and later ones (older ones dropped)."""

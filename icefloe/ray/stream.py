@@ -4,10 +4,12 @@ The FLIP-27 split-request loop on Ray:
 
 - :class:`EnumeratorActor` (one, ``num_cpus=0``) opens the catalog itself (catalog
   name + ``catalog.<prop>`` options: catalog objects do not always pickle), restores
-  the checkpoint, and runs :class:`~icefloe.enumerator.continuous.ContinuousEnumerator`
-  on a background thread that fills a bounded queue of pending splits, registered
-  with an :class:`~icefloe.state.AckTracker`. Readers request splits; a reader holds
-  at most ``max_in_flight_per_reader`` unacknowledged splits (backpressure). Acks
+  the checkpoint (:class:`~icefloe.state.session.CheckpointSession`, shared with the
+  local stream; a new start is checkpointed at once), and runs
+  :class:`~icefloe.enumerator.continuous.ContinuousEnumerator` on a background
+  thread that fills a bounded queue of pending splits, registered with an
+  :class:`~icefloe.state.AckTracker`. Readers request splits; a reader holds at most
+  ``max_in_flight_per_reader`` unacknowledged splits (backpressure). Acks
   advance the committed position, written to the checkpoint store (the local
   stream's :class:`~icefloe.state.Checkpoint` format) at most every
   ``checkpoint_interval_s`` and on close. When a reader dies, its unacknowledged
@@ -20,8 +22,11 @@ The FLIP-27 split-request loop on Ray:
   (replacing dead ones), and iterates items or waits.
 
 Delivery is at least once: a restart, or a reader's death, re-delivers only what was
-not acknowledged. Everything crossing actors is picklable: the read context, split
-objects, Arrow batches, the sink (a picklable callable or an object with ``write``).
+not acknowledged; ``item.ack(wait=True)`` and a sink's ``acked(item)`` tell when an
+ack is recorded (and checkpointed, when due). The driver's death ends the job's actors:
+restart it on the same checkpoint. Everything crossing actors is picklable: the read
+context, split objects, Arrow batches, the sink (a picklable callable or an object with
+``write``).
 """
 
 from __future__ import annotations
@@ -42,19 +47,23 @@ from pyiceberg.catalog import Catalog
 from ray.exceptions import RayActorError
 
 from icefloe.enumerator.continuous import ContinuousEnumerator, Limits, UnitEnd
-from icefloe.errors import TableReplacedError
 from icefloe.reader.context import ReadContext
 from icefloe.reader.split_reader import SplitReader
 from icefloe.source import IcebergSource
 from icefloe.splits.split import FileSplit
-from icefloe.state import AckTracker, Checkpoint, open_store, plan_fingerprint, validate_for
+from icefloe.state import AckTracker
 from icefloe.state.acks import UnknownSplitError
 from icefloe.state.position import Position
+from icefloe.state.session import CheckpointSession
 
 log = logging.getLogger(__name__)
 
 Sink = Callable[["RayStreamItem"], Any] | Any
-"""A picklable callable taking a :class:`RayStreamItem`, or an object with ``write(item)``."""
+"""A picklable callable taking a :class:`RayStreamItem`, or an object with ``write(item)``.
+
+An object sink may also define ``acked(item)``: the reader actor then waits for the
+enumerator to record each batch's ack (and to write the checkpoint when due) and calls
+it, in the reader actor, before it reads on (one round trip per batch)."""
 
 _CATALOG_TYPES = {"SqlCatalog": "sql", "RestCatalog": "rest", "HiveCatalog": "hive",
                   "GlueCatalog": "glue", "DynamoDbCatalog": "dynamodb",
@@ -83,7 +92,8 @@ class RayStreamItem:
     """One batch of the stream.
 
     In driver mode call :meth:`ack` once the sink has it durably. A ``sink`` run in a
-    reader actor need not ack: the reader acks the batch when the sink returns.
+    reader actor need not ack: the reader acks the batch when the sink returns (and
+    calls the sink's ``acked(item)``, if it has one, once the ack is recorded).
 
     Attributes:
         batch: the rows (at most ``batchSize``).
@@ -98,7 +108,7 @@ class RayStreamItem:
     consumed: int
     last: bool
     reader_id: str = ""
-    _acker: Callable[[str, int | None], None] | None = field(default=None, repr=False)
+    _acker: Callable[[str, int | None, bool], None] | None = field(default=None, repr=False)
 
     @property
     def split_id(self) -> str:
@@ -112,10 +122,17 @@ class RayStreamItem:
     def sequence_number(self) -> int:
         return self.split.sequence_number
 
-    def ack(self) -> None:
-        """Acknowledge this batch (and, cumulatively, the split's batches before it)."""
+    def ack(self, wait: bool = False) -> None:
+        """Acknowledge this batch (and, cumulatively, the split's batches before it).
+
+        Args:
+            wait: return only once the enumerator recorded the ack (and wrote the
+                checkpoint, when ``checkpoint_interval_s`` is due). Without it the ack is
+                sent and not awaited: a crash right after may lose it, and the batch
+                is then delivered again after the restart (at least once).
+        """
         if self._acker is not None:
-            self._acker(self.split.split_id, None if self.last else self.consumed)
+            self._acker(self.split.split_id, None if self.last else self.consumed, wait)
 
 
 def split_items(reader: SplitReader, split: FileSplit,
@@ -167,8 +184,6 @@ class EnumeratorActor:
         self._failed_readers: set[str] = set()
         self._enumerated_all = False
         self._error: BaseException | None = None
-        self._dirty = False
-        self._last_write = 0.0
         self._handed = 0
         self._thread: threading.Thread | None = None
 
@@ -177,29 +192,11 @@ class EnumeratorActor:
         handle = self.source.handle
         opts = self.options
         self.enumerator = ContinuousEnumerator(handle, opts)
-        self.fingerprint = plan_fingerprint(opts.filter, opts.case_sensitive, opts.split_size)
-        self.store = open_store(self.checkpoint_location) if self.checkpoint_location else None
-        ckpt = self.store.read() if self.store is not None else None
-        position: Position | None = None
-        skip: tuple[str, ...] = ()
-        offsets: tuple[tuple[str, int], ...] = ()
-        if ckpt is not None:
-            try:
-                validate_for(ckpt, handle.identifier, handle.identity, opts.ref,
-                             self.fingerprint)
-                position, skip, offsets = ckpt.position, ckpt.acked_beyond, ckpt.offsets
-                self.enumerator.identity = ckpt.table_identity
-                log.info("restored checkpoint at %s (%d acked beyond, %d partial)",
-                         position.describe(), len(skip), len(offsets))
-            except TableReplacedError:
-                if opts.on_lineage_break == "fail":
-                    raise
-                log.warning("table %s was re-created since the checkpoint; starting afresh",
-                            handle.identifier)
-        if position is None:
-            position = self.enumerator.initial_position()
-            log.info("starting %s at %s", handle.identifier, position.describe())
-        self.tracker = AckTracker(position, skip, offsets)
+        self.session = CheckpointSession(handle, opts, self.checkpoint_location)
+        start = self.session.restore(self.enumerator)
+        position = start.position
+        self.tracker = start.tracker()
+        self.write_checkpoint()  # a new start is durable at once (restore marked it dirty)
         self.context = ReadContext.create(handle.metadata, handle.io, handle.metadata.schema(),
                                           opts)
         self._pinned_head: int | None = None
@@ -264,7 +261,7 @@ class EnumeratorActor:
             self._stop.wait(0.05)
         with self._lock:
             self.tracker = AckTracker(position, (), ())
-            self._dirty = True
+            self.session.mark_dirty()
 
     # -- reader requests --------------------------------------------------------------
 
@@ -302,8 +299,8 @@ class EnumeratorActor:
                 self._acked_rows.pop(split_id, None)
             elif split_id in self._assigned:
                 self._acked_rows[split_id] = max(self._acked_rows.get(split_id, 0), consumed)
-            self._dirty = True
-        if time.monotonic() - self._last_write >= self.checkpoint_interval_s:
+            self.session.mark_dirty()
+        if self.session.due(self.checkpoint_interval_s):
             self.write_checkpoint()
 
     def reader_failed(self, reader_id: str) -> int:
@@ -341,25 +338,8 @@ class EnumeratorActor:
 
     def write_checkpoint(self) -> None:
         """Write the acknowledged state now (no-op without a store or new acks)."""
-        if self.store is None:
-            return
         with self._lock:
-            if not self._dirty:
-                return
-            position, acked_beyond, offsets = self.tracker.checkpoint_state()
-            ckpt = Checkpoint(
-                table=self.source.handle.identifier,
-                table_identity=self.enumerator.identity,
-                ref=self.options.ref,
-                plan_fingerprint=self.fingerprint,
-                position=position,
-                acked_beyond=tuple(acked_beyond),
-                offsets=tuple(offsets),
-                nessie_hashes=(),
-            )
-            self.store.write(ckpt)
-            self._dirty = False
-            self._last_write = time.monotonic()
+            self.session.write(self.tracker, self.enumerator.identity)
 
     def close(self) -> Position | None:
         """Stop enumerating, write the final checkpoint; returns the committed position."""
@@ -408,11 +388,17 @@ class ReaderActor:
                 except queue.Full:
                     continue
             return False
-        if batch.num_rows:
-            ray_item = RayStreamItem(batch, split, consumed, last, self.reader_id)
-            write = getattr(self.sink, "write", None)
-            write(ray_item) if write is not None else self.sink(ray_item)
-        self.enumerator.ack.remote(split.split_id, None if last else consumed)
+        if not batch.num_rows:
+            self.enumerator.ack.remote(split.split_id, None if last else consumed)
+            return True
+        ray_item = RayStreamItem(batch, split, consumed, last, self.reader_id)
+        write = getattr(self.sink, "write", None)
+        write(ray_item) if write is not None else self.sink(ray_item)
+        ack = self.enumerator.ack.remote(split.split_id, None if last else consumed)
+        acked = getattr(self.sink, "acked", None)
+        if acked is not None:
+            ray.get(ack)
+            acked(ray_item)
         return True
 
     def _loop(self) -> None:
@@ -550,8 +536,10 @@ class RayStream:
         self.replaced.append(reader_id)
         return self._add_reader()
 
-    def _ack(self, split_id: str, consumed: int | None) -> None:
-        self.enumerator.ack.remote(split_id, consumed)
+    def _ack(self, split_id: str, consumed: int | None, wait: bool = False) -> None:
+        ack = self.enumerator.ack.remote(split_id, consumed)
+        if wait:
+            ray.get(ack)
 
     def stop(self) -> None:
         """Ask :meth:`run` / iteration to return (thread-safe)."""
@@ -603,7 +591,13 @@ class RayStream:
     # -- driver mode ------------------------------------------------------------------
 
     def __iter__(self) -> Iterator[RayStreamItem]:
-        """Driver mode: the stream's items; ack each once the sink has it."""
+        """Driver mode: the stream's items; ack each once the sink has it.
+
+        Available-now ends once every split is acknowledged or, for a consumer that
+        does not ack everything, once enumeration is done and every reader reported
+        idle after that (a reader still starting, or one that cannot be scheduled, no
+        longer holds the end back when everything is acknowledged).
+        """
         if self.sink is not None:
             raise ValueError("this stream has a sink; call run() instead of iterating")
         self.start()
@@ -644,7 +638,10 @@ class RayStream:
                     submit(reader_id)
             if self.available_now and time.monotonic() - last_status > 0.2:
                 last_status = time.monotonic()
-                if drained_at is None and self.status()["drained"]:
+                status = self.status()  # ordered after this driver's acks
+                if status["finished"]:
+                    return  # all acknowledged: a reader still starting has nothing new
+                if drained_at is None and status["drained"]:
                     drained_at = time.monotonic()
                 if drained_at is not None and all(
                         idle_since.get(r, -1.0) > drained_at for r in self.readers):

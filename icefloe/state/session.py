@@ -1,0 +1,196 @@
+"""CheckpointSession: the checkpoint side of one continuous read, shared by its engines.
+
+Runs where the enumerator runs (the local stream's process, the Ray enumerator actor)
+and owns the checkpoint store of the read:
+
+- :meth:`CheckpointSession.restore`: read the store's checkpoint and check that it may
+  resume this read (:func:`~icefloe.state.validate_for`: same table, incarnation, ref
+  and planning options), else resolve the starting position with the enumerator. A
+  table re-created since the checkpoint fails unless ``onLineageBreak`` allows a fresh
+  start.
+- :meth:`CheckpointSession.write`: when acks arrived since the last write
+  (:meth:`CheckpointSession.mark_dirty`), build a :class:`~icefloe.state.Checkpoint` from
+  one consistent cut of an :class:`~icefloe.state.AckTracker` and write it to the store.
+
+It holds no lock: the caller serializes ``mark_dirty`` / ``write`` with its acks.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from icefloe.errors import TableReplacedError
+from icefloe.state.acks import AckTracker
+from icefloe.state.checkpoint import Checkpoint, plan_fingerprint, validate_for
+from icefloe.state.position import Position
+from icefloe.state.store import CheckpointStore, open_store
+
+if TYPE_CHECKING:
+    from icefloe.catalog.handle import TableHandle
+    from icefloe.options import SourceOptions
+
+log = logging.getLogger(__name__)
+
+NessieHashes = Callable[[Position], tuple[tuple[int, str], ...]]
+"""Given the committed position, the ``(snapshot id, commit hash)`` pairs to keep."""
+
+
+class StartResolver(Protocol):
+    """What :meth:`CheckpointSession.restore` needs of the continuous enumerator."""
+
+    identity: str
+
+    def initial_position(self) -> Position: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """Where a continuous read starts.
+
+    Attributes:
+        position: the committed position (exclusive) to enumerate from.
+        acked_beyond: restored ids of fully acknowledged splits after ``position``.
+        offsets: restored ``(split id, acknowledged records)`` after ``position``.
+        restored: True if a checkpoint was restored; False if ``position`` was resolved
+            now (nothing durable yet: write a checkpoint so a restart does not resolve
+            ``latest`` or a timestamp anew).
+        found: True if the store held a checkpoint, restored or not (a table re-created
+            since the checkpoint, with ``onLineageBreak`` allowing a fresh start).
+    """
+
+    position: Position
+    acked_beyond: tuple[str, ...] = ()
+    offsets: tuple[tuple[str, int], ...] = ()
+    restored: bool = False
+    found: bool = False
+
+    def tracker(self) -> AckTracker:
+        """A new :class:`AckTracker` starting here."""
+        return AckTracker(self.position, self.acked_beyond, self.offsets)
+
+
+class CheckpointSession:
+    """Restore-or-start and checkpoint writes of one continuous read (module docstring).
+
+    Args:
+        handle: the table read (its identifier and current identity).
+        options: the continuous-mode options (ref, planning options, ``onLineageBreak``).
+        location: checkpoint directory or fsspec URI; None keeps progress in memory
+            (``store`` is None, :meth:`restore` resolves the start, :meth:`write` is a no-op).
+
+    Attributes:
+        store: the checkpoint store (None without a location). Setting it to None
+            stops further writes.
+        fingerprint: :func:`~icefloe.state.plan_fingerprint` of the planning options.
+        last_write: ``time.monotonic()`` of the last write (0.0: none yet).
+    """
+
+    def __init__(self, handle: TableHandle, options: SourceOptions,
+                 location: str | None) -> None:
+        self.handle = handle
+        self.options = options
+        self.fingerprint = plan_fingerprint(options.filter, options.case_sensitive,
+                                            options.split_size)
+        self.store: CheckpointStore | None = open_store(location) if location else None
+        self.last_write = 0.0
+        self._dirty = False
+
+    def restore(self, enumerator: StartResolver) -> Start:
+        """The start of the read: the checkpoint's state, or ``enumerator``'s initial position.
+
+        A restored checkpoint also sets ``enumerator.identity`` to the incarnation it
+        was written for (so a re-created table is detected by the enumerator). When the
+        store holds no checkpoint the session is marked dirty: write a checkpoint of the
+        new tracker at once, so that a restart does not resolve ``latest`` (or a
+        timestamp) anew and skip what was committed in between.
+
+        Raises:
+            CheckpointError: an unreadable checkpoint (and no good previous one).
+            CheckpointMismatchError: a checkpoint of another table, ref or plan.
+            TableReplacedError: the table was re-created and ``onLineageBreak`` is
+                ``fail``.
+        """
+        handle, opts = self.handle, self.options
+        ckpt = self.store.read() if self.store is not None else None
+        if ckpt is not None:
+            try:
+                validate_for(ckpt, handle.identifier, handle.identity, opts.ref,
+                             self.fingerprint)
+            except TableReplacedError:
+                if opts.on_lineage_break == "fail":
+                    raise
+                log.warning("table %s was re-created since the checkpoint; "
+                            "onLineageBreak=%s: starting afresh", handle.identifier,
+                            opts.on_lineage_break)
+            else:
+                enumerator.identity = ckpt.table_identity
+                log.info("restored checkpoint at %s (%d acked beyond, %d partial)",
+                         ckpt.position.describe(), len(ckpt.acked_beyond), len(ckpt.offsets))
+                return Start(ckpt.position, ckpt.acked_beyond, ckpt.offsets, restored=True,
+                             found=True)
+        position = enumerator.initial_position()
+        log.info("starting %s at %s", handle.identifier, position.describe())
+        if ckpt is None:
+            self._dirty = True  # the resolved start must become durable (next write)
+        return Start(position, found=ckpt is not None)
+
+    # -- writing ---------------------------------------------------------------------
+
+    @property
+    def dirty(self) -> bool:
+        """True when state changed since the last write."""
+        return self._dirty
+
+    def mark_dirty(self) -> None:
+        """Record that the tracker's state changed (an ack, a reset, a fresh start)."""
+        self._dirty = True
+
+    def due(self, interval_s: float) -> bool:
+        """True when at least ``interval_s`` seconds passed since the last write."""
+        return time.monotonic() - self.last_write >= interval_s
+
+    def build(self, tracker: AckTracker, identity: str,
+              nessie_hashes: NessieHashes | None = None) -> Checkpoint:
+        """The checkpoint of ``tracker``'s acknowledged state (one consistent cut).
+
+        Args:
+            tracker: the read's ack tracker.
+            identity: the table incarnation the position belongs to.
+            nessie_hashes: the Nessie hashes to keep for the committed position.
+        """
+        position, acked_beyond, offsets = tracker.checkpoint_state()
+        return Checkpoint(
+            table=self.handle.identifier,
+            table_identity=identity,
+            ref=self.options.ref,
+            plan_fingerprint=self.fingerprint,
+            position=position,
+            acked_beyond=tuple(acked_beyond),
+            offsets=tuple(offsets),
+            nessie_hashes=nessie_hashes(position) if nessie_hashes is not None else (),
+            created_ms=int(time.time() * 1000),
+            writer="icefloe",
+        )
+
+    def write(self, tracker: AckTracker, identity: str,
+              nessie_hashes: NessieHashes | None = None,
+              before_write: Callable[[], None] | None = None) -> bool:
+        """Write the checkpoint of ``tracker`` now if the state is dirty; True if written.
+
+        A no-op (False) without a store or without changes since the last write. The
+        caller holds the lock its acks take. ``before_write`` runs between building the
+        checkpoint and writing it (a test's crash point).
+        """
+        if self.store is None or not self._dirty:
+            return False
+        ckpt = self.build(tracker, identity, nessie_hashes)
+        if before_write is not None:
+            before_write()
+        self.store.write(ckpt)
+        self._dirty = False
+        self.last_write = time.monotonic()
+        return True
