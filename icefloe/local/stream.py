@@ -258,12 +258,11 @@ class LocalStream:
                         return
                 position = result.to_position
                 self._update_lag(position)
-                if self._pinned_head is not None or self.available_now:
-                    if self._pinned_head is None or (
-                            position.is_unit_complete
-                            and position.snapshot_id == self._pinned_head):
-                        self._put(_END)
-                        return
+                if self.available_now and (self._pinned_head is None or (
+                        position.is_unit_complete
+                        and position.snapshot_id == self._pinned_head)):
+                    self._put(_END)
+                    return
                 if not result.items:
                     self._wait(opts.poll_interval_ms / 1000)
         except BaseException as exc:  # delivered to the consumer in order
@@ -273,15 +272,21 @@ class LocalStream:
         """The phase and snapshot sequence number of the unit ``split`` belongs to."""
         phase: Phase = "scan" if (position.phase == "scan"
                                   and split.snapshot_id == position.snapshot_id) else "incremental"
-        return phase, self.enumerator.handle.snapshot(split.snapshot_id).sequence_number
+        return phase, self.enumerator.handle.snapshot(split.snapshot_id).sequence_number or 0
 
     def _reset(self, position: Position) -> None:
-        """A lineage strategy moved the position: wait for in-flight acks, restart tracking."""
+        """A lineage strategy moved the position: wait for in-flight acks, restart tracking.
+
+        The new start is checkpointed at once (as a first start is): a restart before the
+        next ack must not resolve the strategy again, e.g. ``restartFromHead`` would skip
+        whatever was committed in between.
+        """
         while self.tracker.in_flight() and not self._stop.is_set():
             self._wait(0.05)
         with self._lock:
             self.tracker = AckTracker(position, (), ())
             self._session.mark_dirty()
+        self.write_checkpoint()
 
     def _update_lag(self, position: Position) -> None:
         head = self.enumerator.head()
@@ -366,7 +371,7 @@ class LocalStream:
         keep = []
         for snapshot_id, commit_hash in sorted(dict(self._seen_at).items()):
             snap = handle.metadata.snapshot_by_id(snapshot_id)
-            if snap is None or snap.sequence_number >= seq:
+            if snap is None or (snap.sequence_number or 0) >= seq:
                 keep.append((snapshot_id, commit_hash))
         return tuple(keep)
 

@@ -21,6 +21,7 @@ from icefloe.local.stream import LocalStream
 from icefloe.state import open_store
 from tests.helpers.tables import (
     commit_delete_files,
+    drop_and_recreate,
     live_data_files,
     make_catalog,
     make_table,
@@ -218,3 +219,31 @@ def test_cli_stream_available_now_and_checkpoint_show(setup, tmp_path: Path, cap
     assert shown["lastAckedSnapshotID"] == str(tbl.current_snapshot().snapshot_id)
     assert shown["branch"] == "main" and shown["namespace"] == "db"
     assert shown["table"] == "events"
+
+
+def test_restart_from_head_after_a_recreated_table_is_checkpointed_at_once(setup) -> None:
+    """After ``onLineageBreak=restartFromHead`` moved the stream to the new table's head, a
+    crash before the next ack must not resolve the head again: rows committed in between
+    would be skipped."""
+    catalog, tbl, ckpt = setup
+    tbl.append(rows(10))
+    opts = {**FAST, "onLineageBreak": "restartFromHead"}
+    src = IcebergSource("db.events", catalog=catalog, options=opts)
+    stream = src.stream(checkpoint=ckpt, checkpoint_interval_s=0)
+    items = iter(stream)
+    seen = 0
+    while seen < 10:
+        item = next(items)
+        seen += item.batch.num_rows
+        item.ack()
+    old_identity = open_store(ckpt).read().table_identity
+    new = drop_and_recreate(catalog, "db.events", tbl.schema())
+    new.append(rows(5, start=100))  # the head the strategy restarts after
+    deadline = time.monotonic() + 60
+    while open_store(ckpt).read().table_identity == old_identity:
+        assert time.monotonic() < deadline, "the restart on the new table was not checkpointed"
+        time.sleep(0.05)
+    crash(stream)
+    new.append(rows(5, start=200))  # committed after the restart, before any ack
+    got = drain(IcebergSource("db.events", catalog=catalog, options=opts), ckpt)
+    assert sorted(got) == list(range(200, 205))
