@@ -3,9 +3,10 @@ SIGKILL of whole process groups, and the judge of a Spark file sink.
 
 Process groups: every process the tests start (driver, writer, master, worker) is the
 leader of its own session (``start_new_session=True``). The driver's JVM (started by
-PySpark's ``launch_gateway``) and the JVM's Python workers inherit the group, so
-``os.killpg(pid, SIGKILL)`` kills the whole driver; :func:`kill_group` then checks that
-no member survives (no orphan JVM).
+PySpark's ``launch_gateway``) and its streaming source runner inherit the group; PySpark's
+Python worker daemons move to groups of their own (``os.setpgid(0, 0)`` in
+``pyspark.daemon``). :func:`kill_group` SIGKILLs all these groups at once and checks
+that no process of the driver's tree survives (no orphan JVM or Python worker).
 
 The judge reads the sink as Spark's file sink reader does: only the files listed in
 ``<out>/_spark_metadata`` (the latest ``N.compact`` and the batches after it). Files of
@@ -123,21 +124,32 @@ def children(ppid: int, marker: str = "") -> list[int]:
 
 
 def kill_group(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
-    """SIGKILL the process group led by ``proc`` and wait until no member is left.
+    """SIGKILL the driver process ``proc`` leads: its process group, and the groups of its
+    descendants that left it (PySpark's worker daemons ``setpgid`` into groups of their
+    own); then wait until none of them is left.
 
     Raises:
-        AssertionError: a member (an orphan JVM or Python worker) outlived the kill.
+        AssertionError: a process of the driver (an orphan JVM or Python worker) outlived
+            the kill.
     """
-    tree = descendants(proc.pid)  # the JVM and its Python workers, whatever their group
-    with suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
+    tree = descendants(proc.pid)  # the JVM, its Python daemons and their workers
+    groups = {proc.pid} | {g for g in (_group(p) for p in tree) if g is not None}
+    for group in sorted(groups):
+        with suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)
     proc.wait(timeout=timeout)
 
     def survivors() -> list[int]:
-        return sorted(set(group_members(proc.pid)) | {p for p in tree if _alive(p)})
+        return sorted({p for g in groups for p in group_members(g)}
+                      | {p for p in tree if _alive(p)})
 
     assert wait_for(lambda: not survivors(), timeout), (
-        f"processes of driver {proc.pid} survived SIGKILL of its group: {survivors()}")
+        f"processes of driver {proc.pid} survived SIGKILL of its groups: {survivors()}")
+
+
+def _group(pid: int) -> int | None:
+    stat = _stat(pid)
+    return None if stat is None else stat[1]
 
 
 def _alive(pid: int) -> bool:
