@@ -275,13 +275,13 @@ def run_campaign(root: Path, sizes: dict[str, SparkSize], runs: int, seed: int =
 
 def table(rows: list[Row]) -> str:
     """The markdown table of RELIABILITY.md's Spark section."""
-    lines = ["| scenario | runs | driver starts | kills (mid-batch) | rows checked | rows lost "
-             "| duplicates | orphan files ignored | seconds |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| scenario | runs | driver starts | kills (mid-batch) | tasks failed and retried "
+             "| rows checked | rows lost | duplicates | orphan files ignored | seconds |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(f"| {r.scenario} | {r.runs} | {r.starts} | {r.kills} "
-                     f"({r.mid_batch_kills}) | {r.rows:,} | {r.lost} | {r.duplicates} | "
-                     f"{r.orphan_files} | {r.seconds:.0f} |")
+                     f"({r.mid_batch_kills}) | {r.task_failures} | {r.rows:,} | {r.lost} | "
+                     f"{r.duplicates} | {r.orphan_files} | {r.seconds:.0f} |")
     return "\n".join(lines)
 
 
