@@ -29,12 +29,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.helpers.tables import make_catalog
 from tests.reliability.harness import build_table
 from tests.reliability.spark_harness import (
+    Cluster,
     SparkQuery,
     SparkVerdict,
     driver_executors,
@@ -112,10 +114,10 @@ def _judge(root: Path, query: SparkQuery, verdict: SparkVerdict, started: float)
     return verdict
 
 
-def _progress(query: SparkQuery, proc: subprocess.Popen[bytes], ready: object,
+def _progress(query: SparkQuery, proc: subprocess.Popen[bytes], ready: Callable[[], bool],
               timeout: float, what: str) -> None:
     """Wait until ``ready()`` holds while the driver runs; fail with its log otherwise."""
-    ok = wait_for(lambda: proc.poll() is not None or ready(), timeout)  # type: ignore[operator]
+    ok = wait_for(lambda: proc.poll() is not None or ready(), timeout)
     if proc.poll() is not None or not ok:
         code = proc.poll()
         kill_group(proc)
@@ -160,7 +162,7 @@ def _active_tasks(ui_port: int) -> int:
 
 def executor_kills(root: Path, size: SparkSize, rng: random.Random) -> SparkVerdict:
     """Kill the executor JVM or its Python workers while a task runs, alternately, until
-    ``size.kills`` kills have failed a running task (at most ``3 * size.kills`` kills).
+    ``size.kills`` kills have failed a running task (at most ``5 * size.kills`` kills).
 
     A kill waits for a running task (the driver's REST API has one and a Python worker
     of the executor is using CPU); it counts as a hit when Spark logs a lost task before
@@ -169,45 +171,53 @@ def executor_kills(root: Path, size: SparkSize, rng: random.Random) -> SparkVerd
     started = time.monotonic()
     writer = _setup(root, size)
     verdict = SparkVerdict()
-    with standalone_cluster(root / "cluster", size.timeout) as cluster:
-        query = SparkQuery(root, max_files=size.max_files, master=cluster.url)
-        ui_port = free_port()
-        proc = query.start(ui_port=ui_port)
-        try:
-            hits = 0
-            while hits < size.kills and verdict.kills < 3 * size.kills:
-                victim = "executor JVM" if hits % 2 == 0 else "Python worker"
-                busy: list[int] = []
-
-                def running(busy: list[int] = busy) -> bool:
-                    if _active_tasks(ui_port) == 0:
-                        return False
-                    busy[:] = cluster.busy_python_workers()
-                    return bool(busy)
-
-                _progress(query, proc, running, size.timeout, "waiting for a running task")
-                time.sleep(rng.uniform(0.0, 0.05))
-                pids = cluster.executors() if victim == "executor JVM" else busy
-                lost_before, state = query.lost_tasks(), query.state()
-                for pid in pids:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, signal.SIGKILL)
-                verdict.kills += 1
-                verdict.mid_batch_kills += state.open
-                # Spark retries the lost task (on a new executor): the batch commits
-                _progress(query, proc, lambda p=state.planned: query.state().committed >= p,
-                          size.timeout, f"batch {state.planned} after killing the {victim}")
-                hit = query.lost_tasks() > lost_before
-                hits += hit
-                verdict.kill_phases[f"{victim}, {'task failed' if hit else 'no task hit'}"] += 1
-            verdict.task_failures = query.lost_tasks()
-            writer.stop(size.timeout)
-            query.finish(proc, size.timeout * 3)
-            verdict.executors = cluster.executors_started()
-        finally:
-            stop_group(writer.process)
-            kill_group(proc)
+    try:
+        with standalone_cluster(root / "cluster", size.timeout) as cluster:
+            query = SparkQuery(root, max_files=size.max_files, master=cluster.url)
+            ui_port = free_port()
+            proc = query.start(ui_port=ui_port)
+            try:
+                _kill_executors(query, proc, cluster, ui_port, size, rng, verdict)
+                verdict.task_failures = query.lost_tasks()
+                writer.stop(size.timeout)
+                query.finish(proc, size.timeout * 3)
+                verdict.executors = cluster.executors_started()
+            finally:
+                kill_group(proc)
+    finally:
+        stop_group(writer.process)
     return _judge(root, query, verdict, started)
+
+
+def _kill_executors(query: SparkQuery, proc: subprocess.Popen[bytes], cluster: Cluster,
+                    ui_port: int, size: SparkSize, rng: random.Random,
+                    verdict: SparkVerdict) -> None:
+    hits = 0
+    while hits < size.kills and verdict.kills < 5 * size.kills:
+        victim = "executor JVM" if hits % 2 == 0 else "Python worker"
+        busy: list[int] = []
+
+        def running(busy: list[int] = busy) -> bool:
+            if _active_tasks(ui_port) == 0:
+                return False
+            busy[:] = cluster.busy_python_workers()
+            return bool(busy)
+
+        _progress(query, proc, running, size.timeout, "waiting for a running task")
+        time.sleep(rng.uniform(0.0, 0.05))
+        pids = cluster.executors() if victim == "executor JVM" else busy
+        lost_before, state = query.lost_tasks(), query.state()
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        verdict.kills += 1
+        verdict.mid_batch_kills += state.open
+        # Spark retries the lost task (on a new executor): the batch commits
+        _progress(query, proc, lambda p=state.planned: query.state().committed >= p,
+                  size.timeout, f"batch {state.planned} after killing the {victim}")
+        hit = query.lost_tasks() > lost_before
+        hits += hit
+        verdict.kill_phases[f"{victim}, {'task failed' if hit else 'no task hit'}"] += 1
 
 
 SCENARIOS = {DRIVER: driver_kills, EXECUTOR: executor_kills}

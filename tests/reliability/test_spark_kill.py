@@ -58,6 +58,34 @@ def test_executor_and_python_worker_killed_mid_task(tmp_path: Path) -> None:
     assert verdict.executors >= 2, verdict  # ... and the killed executor was replaced
 
 
+def test_initial_offset_is_stable_while_a_writer_commits(tmp_path: Path) -> None:
+    """Regression (found by the driver-kill campaign): Spark calls ``initialOffset`` twice
+    for the first micro-batch, before ``latestOffset`` and again as the start of
+    ``partitions``. An append in between moved the default strategy's scan to the new
+    head, and ``partitions`` failed with LineageBreakError (start after the logged end)."""
+    from pyspark.sql.streaming.datasource import ReadMaxFiles
+    from pyspark.sql.types import StructType
+
+    from icefloe.spark.streaming import IcefloeStreamReader
+    from tests.helpers.tables import make_catalog, make_table, rows
+    from tests.reliability.spark_child import catalog_options
+
+    catalog = make_catalog(tmp_path)
+    table = make_table(catalog)
+    for i in range(3):
+        table.append(rows(10, start=10 * i))
+    reader = IcefloeStreamReader("db.events", catalog_options(tmp_path), StructType())
+    start = reader.initialOffset()
+    table.append(rows(10, start=100))  # the writer commits: latestOffset sees a new head
+    end = reader.latestOffset(start, ReadMaxFiles(1))
+
+    assert reader.initialOffset() == start
+    parts = reader.partitions(reader.initialOffset(), end)
+    assert sum(len(p.value) for p in parts) == 1  # one file: maxFilesPerTrigger=1
+    fresh = IcefloeStreamReader("db.events", catalog_options(tmp_path), StructType())
+    assert [p.value for p in fresh.partitions(start, end)] == [p.value for p in parts]
+
+
 def _log(out: Path, name: str, *files: str) -> None:
     entries = "".join(
         '\n{"path":"file://%s","size":1,"isDir":false,"modificationTime":0,'
