@@ -88,6 +88,7 @@ class IcefloeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         SourceOptions.parse(self.options).for_mode("continuous")
         self._driver: Any = None
         self._pinned: int | None = None
+        self._initial: dict[str, Any] | None = None
         self.context_bytes = self._state().context_bytes
 
     # -- driver-side state --------------------------------------------------------
@@ -105,9 +106,19 @@ class IcefloeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # -- offsets ------------------------------------------------------------------
 
     def initialOffset(self) -> dict[str, Any]:  # noqa: N802 - Spark's name
-        """The resolved starting strategy on the branch (driver)."""
-        driver = self._state()
-        return position_to_offset(driver.enumerator.initial_position(), driver.identity())
+        """The resolved starting strategy on the branch (driver), resolved once per reader.
+
+        Spark asks for it more than once for the first micro-batch (to plan its end with
+        ``latestOffset`` and again as the start of ``partitions``). The default strategy
+        (a scan of the head) and ``latest`` depend on the head at call time, so a commit
+        in between would give ``partitions`` a start after the logged end (a
+        ``LineageBreakError``, or a skipped range): the first answer is kept.
+        """
+        if self._initial is None:
+            driver = self._state()
+            self._initial = position_to_offset(driver.enumerator.initial_position(),
+                                               driver.identity())
+        return dict(self._initial)
 
     def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802
         """The first of maxFilesPerTrigger / maxBytesPerTrigger / maxRowsPerTrigger set."""
