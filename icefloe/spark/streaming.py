@@ -105,7 +105,7 @@ class IcefloeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- offsets ------------------------------------------------------------------
 
-    def initialOffset(self) -> dict[str, Any]:  # noqa: N802 - Spark's name
+    def initialOffset(self) -> dict[str, Any]:
         """The resolved starting strategy on the branch (driver), resolved once per reader.
 
         Spark asks for it more than once for the first micro-batch (to plan its end with
@@ -120,7 +120,7 @@ class IcefloeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                                                driver.identity())
         return dict(self._initial)
 
-    def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802
+    def getDefaultReadLimit(self) -> ReadLimit:
         """The first of maxFilesPerTrigger / maxBytesPerTrigger / maxRowsPerTrigger set."""
         opts = self._state().options
         if opts.max_files_per_trigger is not None:
@@ -131,7 +131,7 @@ class IcefloeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return ReadMaxRows(opts.max_rows_per_trigger)
         return ReadAllAvailable()
 
-    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:  # noqa: N802
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         """The end offset of the next micro-batch from ``start`` within ``limit`` (driver).
 
         ``ReadAllAvailable`` ignores the options' limits (Spark's contract); any other
@@ -198,14 +198,14 @@ class IcefloeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._driver is not None:
             self._driver.enumerator._cursor = None
 
-    def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
+    def prepareForTriggerAvailableNow(self) -> None:
         """Pin the target: never go past the head as of now (driver)."""
         head = self._state().enumerator.head()
         self._pinned = head.snapshot_id if head is not None else None
         if self._pinned is None:
             log.info("Trigger.AvailableNow on an empty table: nothing to read")
 
-    def reportLatestOffset(self) -> dict[str, Any] | None:  # noqa: N802
+    def reportLatestOffset(self) -> dict[str, Any] | None:
         """The branch head, so Spark's progress shows the lag (driver)."""
         from icefloe.state.position import Position
 
@@ -244,5 +244,5 @@ def stream_schema(table: str, options: dict[str, str]) -> Any:
     from icefloe.spark.types import spark_schema
 
     state = _DriverState(table, options)
-    context = pickle.loads(state.context_bytes)  # noqa: S301 - our own bytes
+    context = pickle.loads(state.context_bytes)
     return spark_schema(context.projected_schema, context.metadata_columns)

@@ -12,7 +12,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from icefloe.spark.streaming import IcefloeStreamReader
-from tests.helpers.tables import commit_delete_files, live_data_files, make_catalog, make_table, rows
+from tests.helpers.tables import (
+    commit_delete_files,
+    live_data_files,
+    make_catalog,
+    make_table,
+    rows,
+)
 
 pytestmark = pytest.mark.spark
 
