@@ -148,17 +148,17 @@ def stats_skipper(reader: Any) -> Callable[[BinaryDecoder], None]:
     return skip_map
 
 
-class _Codegen:
-    """Builds the source of ``decode_entry(d)`` from a resolved entry reader."""
+class CodegenBase:
+    """What every generated Avro entry function shares: its globals (the decoder's
+    inlined read / skip methods, then :meth:`bind`-ed values) and value reads.
+    Only names this class creates go into generated code, never text from a file."""
 
-    def __init__(self) -> None:
+    def __init__(self, *extra: str) -> None:
         self.lines: list[str] = []
         self.namespace: dict[str, Any] = {
             name: getattr(_DECODER, name)
-            for name in (*_INLINE_READS.values(), *_INLINE_SKIPS.values(),
-                         "skip", "read_ints", "read_int_bytes_dict")
+            for name in (*_INLINE_READS.values(), *_INLINE_SKIPS.values(), "skip", *extra)
         }
-        self.results = ["None"] * _SLOTS
 
     def bind(self, value: Any) -> str:
         """A name for ``value`` in the generated function's globals."""
@@ -174,6 +174,14 @@ class _Codegen:
         if inline is not None:
             return f"{inline}(d)"
         return f"{self.bind(reader.read)}(d)"
+
+
+class _Codegen(CodegenBase):
+    """Builds the source of ``decode_entry(d)`` from a resolved entry reader."""
+
+    def __init__(self) -> None:
+        super().__init__("read_ints", "read_int_bytes_dict")
+        self.results = ["None"] * _SLOTS
 
     def skip(self, reader: Reader, field_id: int | None, indent: str = "    ") -> None:
         """Statements that step over one value as ``reader.skip(d)`` would."""

@@ -57,8 +57,8 @@ from pyiceberg.utils.schema_conversion import AvroSchemaConversion
 from icefloe.enumerator.manifest_decoder import (
     _DECODER,
     _HEADER_READER,
-    _INLINE_READS,
     _INLINE_SKIPS,
+    CodegenBase,
 )
 
 _LIST_SCHEMA = MANIFEST_LIST_FILE_SCHEMAS[DEFAULT_READ_VERSION]
@@ -68,33 +68,14 @@ _READ_ENUMS: dict[int, Any] = {517: ManifestContent}
 _ADDED_SNAPSHOT_ID = 503
 
 
-class _Codegen:
+class _Codegen(CodegenBase):
     """Builds the source of ``scan_entry(d)``: steps over one manifest-list entry and
     returns its ``added_snapshot_id``."""
 
     def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.namespace: dict[str, Any] = {
-            name: getattr(_DECODER, name)
-            for name in (*_INLINE_READS.values(), *_INLINE_SKIPS.values(), "skip")
-        }
+        super().__init__()
         self.result = "None"
         self.depth = 0
-
-    def bind(self, value: Any) -> str:
-        """A name for ``value`` in the generated function's globals."""
-        name = f"_v{len(self.namespace)}"
-        self.namespace[name] = value
-        return name
-
-    def read_expr(self, reader: Reader) -> str:
-        """An expression that reads one value as ``reader.read(d)`` would."""
-        if type(reader) is OptionReader:  # union [null, T]: the branch index, then T
-            return f"({self.read_expr(reader.option)} if read_int(d) > 0 else None)"
-        inline = _INLINE_READS.get(type(reader).read)
-        if inline is not None:
-            return f"{inline}(d)"
-        return f"{self.bind(reader.read)}(d)"
 
     def skip(self, reader: Reader, indent: str) -> None:
         """Statements that step over one value as ``reader.read(d)`` would read it."""
