@@ -18,6 +18,7 @@ manifests, so a restarted driver produces the same partitions for the same offse
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import pickle
 from collections.abc import Iterator
@@ -120,6 +121,40 @@ class IcefloeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                                                driver.identity())
         return dict(self._initial)
 
+    def _moving_start(self) -> bool:
+        """Whether the starting strategy depends on the head at the time it is resolved
+        (a scan of the head, the default; or ``latest``)."""
+        opts = self._state().options
+        return opts.starting_timestamp_ms is None and opts.starting_version in (None, "latest")
+
+    def _first_batch_start(self, end: dict[str, Any]) -> dict[str, Any]:
+        """The start of batch 0 derived from its logged ``end`` (driver).
+
+        A driver restarted while batch 0 was open resolves :meth:`initialOffset` again,
+        maybe at a newer head. Batch 0 never leaves one unit (:meth:`latestOffset`), so
+        its start is the scan of the end's snapshot (default strategy) or the position
+        after the parent of the end's snapshot (``latest``). Equal to the first answer
+        when nothing was committed in between.
+        """
+        from icefloe.state.position import Position
+
+        driver = self._state()
+        stop = offset_to_position(end)
+        if stop.snapshot_id is None:
+            return dict(self.initialOffset())
+        handle = driver.enumerator.handle
+        if offset_to_position(self.initialOffset()).phase == "scan":
+            snapshot = handle.snapshot(stop.snapshot_id)
+            start = Position("scan", snapshot.snapshot_id, snapshot.sequence_number or 0, 0)
+        else:
+            parent_id = handle.snapshot(stop.snapshot_id).parent_snapshot_id
+            if parent_id is None:
+                start = Position.beginning()
+            else:
+                parent = handle.snapshot(parent_id)
+                start = Position.after(parent.snapshot_id, parent.sequence_number or 0)
+        return position_to_offset(start, end["table"])
+
     def getDefaultReadLimit(self) -> ReadLimit:
         """The first of maxFilesPerTrigger / maxBytesPerTrigger / maxRowsPerTrigger set."""
         opts = self._state().options
@@ -155,7 +190,17 @@ class IcefloeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 limit.max_rows if isinstance(limit, ReadMaxRows) else opts.max_rows_per_trigger,
                 opts.max_snapshots_per_trigger,
             )
-        result = driver.enumerator.enumerate(offset_to_position(start), limits, self._pinned)
+        until = self._pinned
+        if self._moving_start() and start == self._initial:
+            # batch 0 from a start that depends on the head: keep its end within one unit,
+            # so a restarted driver can derive this start from the logged end
+            # (:meth:`_first_batch_start`)
+            position = offset_to_position(start)
+            if position.phase == "scan":
+                until = position.snapshot_id
+            else:
+                limits = dataclasses.replace(limits, max_snapshots=1)
+        result = driver.enumerator.enumerate(offset_to_position(start), limits, until)
         end = position_to_offset(result.to_position, driver.enumerator.identity)
         driver.last = (start, end, result.splits)
         log.info("latestOffset: %d splits after %s, through %s", len(result.splits),
@@ -172,6 +217,10 @@ class IcefloeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if start == end:
             return []
         driver = self._state()
+        if self._moving_start() and start == self.initialOffset():
+            start = self._first_batch_start(end)
+            if start == end:
+                return []
         if driver.last is not None and driver.last[:2] == (start, end):
             splits = driver.last[2]  # planned by latestOffset just now
         else:  # a restarted driver: re-plan (start, end] from the immutable manifests

@@ -86,11 +86,6 @@ def test_initial_offset_is_stable_while_a_writer_commits(tmp_path: Path) -> None
     assert [p.value for p in fresh.partitions(start, end)] == [p.value for p in parts]
 
 
-@pytest.mark.xfail(strict=True, raises=Exception, reason=(
-    "known gap: a driver restarted while batch 0 is open calls initialOffset() again; the "
-    "default strategy (scan of the head) resolves to a newer head after a commit, and the "
-    "re-plan of batch 0 fails with LineageBreakError. Needs an initial offset that does not "
-    "depend on the time of the call (persisted, or derived from the logged end)."))
 def test_restart_during_the_first_batch_after_a_commit(tmp_path: Path) -> None:
     from pyspark.sql.streaming.datasource import ReadMaxFiles
     from pyspark.sql.types import StructType
@@ -155,3 +150,37 @@ def test_spark_kill_campaign(tmp_path: Path) -> None:
         assert row.lost == 0 and row.duplicates == 0 and row.extra == 0, row
         assert row.mismatched == 0, row
         assert row.kills >= 8, row
+
+
+def test_restart_during_the_first_batch_with_latest_after_commits(tmp_path: Path) -> None:
+    """``startingVersion=latest``: batch 0 holds one snapshot, so a restarted driver derives
+    its start (after that snapshot's parent) from the logged end, whatever came since."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+    from pyspark.sql.types import StructType
+
+    from icefloe.splits import deserialize_split
+    from icefloe.spark.streaming import IcefloeStreamReader
+    from tests.helpers.tables import make_catalog, make_table, rows
+    from tests.reliability.spark_child import catalog_options
+
+    catalog = make_catalog(tmp_path)
+    table = make_table(catalog)
+    table.append(rows(10))
+    options = {**catalog_options(tmp_path), "startingVersion": "latest"}
+    killed = IcefloeStreamReader("db.events", options, StructType())
+    start = killed.initialOffset()
+    table.append(rows(10, start=100))
+    first = table.current_snapshot().snapshot_id
+    table.append(rows(10, start=200))
+    end = killed.latestOffset(start, ReadAllAvailable())  # offsets/0 logged, then SIGKILL
+    planned = [p.value for p in killed.partitions(start, end)]
+    assert {deserialize_split(b).snapshot_id for v in planned for b in v} == {first}
+    table.append(rows(10, start=300))
+    restarted = IcefloeStreamReader("db.events", options, StructType())
+    assert restarted.initialOffset() != start  # the head moved: `latest` resolves anew
+    assert [p.value for p in restarted.partitions(restarted.initialOffset(), end)] == planned
+    # batch 1 continues from the logged end: the rest, nothing twice
+    end1 = restarted.latestOffset(end, ReadAllAvailable())
+    later = {deserialize_split(b).snapshot_id for p in restarted.partitions(end, end1)
+             for b in p.value}
+    assert first not in later and len(later) == 2
