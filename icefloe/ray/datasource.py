@@ -1,7 +1,7 @@
 """The ``icefloe`` Ray Data datasource: a bounded read as ``ray.data.Dataset`` read tasks.
 
 The datasource runs on the driver: it opens the catalog, resolves the bounded plan
-and packs the plan's splits into read tasks (:func:`icefloe.splits.pack`, about
+and packs the plan's splits into read tasks (:func:`icefloe.splits.pack_for`, about
 ``splitSize`` bytes each, never fewer tasks than Ray's requested parallelism when
 there are enough splits). A read task carries only serialized split bytes and the
 plan's :class:`~icefloe.reader.ReadContext`: its read function is the module-level
@@ -35,7 +35,7 @@ from icefloe.ray.filters import and_filters, to_filter_string
 from icefloe.reader.context import METADATA_FIELDS, ReadContext
 from icefloe.reader.split_reader import SplitReader
 from icefloe.source import IcebergSource
-from icefloe.splits import deserialize_split, pack, serialize_split
+from icefloe.splits import deserialize_split, pack_for, serialize_split
 from icefloe.splits.split import FileSplit
 
 if TYPE_CHECKING:
@@ -199,10 +199,8 @@ class IcefloeDatasource(Datasource):
         if not splits:
             return []
         opts = plan.options
-        total = sum(max(s.weight, opts.split_open_file_cost) for s in splits)
-        target = opts.split_size
-        if parallelism > 0:
-            target = max(opts.split_open_file_cost, min(target, -(-total // parallelism)))
+        groups = pack_for(splits, opts.split_size, opts.split_open_file_cost,
+                          max(parallelism, 1))
         context = plan.context
         output_columns = self._output_columns(context)
         schema = context.arrow_schema
@@ -212,7 +210,7 @@ class IcefloeDatasource(Datasource):
             schema = pa.schema([schema.field(c) for c in output_columns])
         exact = opts.filter is None
         tasks = []
-        for group in pack(splits, target, opts.split_open_file_cost):
+        for group in groups:
             counts_exact = exact and all(s.is_whole_file and not s.delete_files
                                          for s in group)
             metadata = BlockMetadata(
