@@ -244,6 +244,10 @@ def test_restart_from_head_after_a_recreated_table_is_checkpointed_at_once(setup
         assert time.monotonic() < deadline, "the restart on the new table was not checkpointed"
         time.sleep(0.05)
     crash(stream)
+    restart = open_store(ckpt).read().position
     new.append(rows(5, start=200))  # committed after the restart, before any ack
     got = drain(IcebergSource("db.events", catalog=catalog, options=opts), ckpt)
-    assert sorted(got) == list(range(200, 205))
+    # the break may be seen before or after the first append to the new table: the head
+    # then was empty (everything of the new table follows) or that append (skipped)
+    first = [] if restart.snapshot_id is not None else list(range(100, 105))
+    assert sorted(got) == first + list(range(200, 205))
