@@ -100,7 +100,10 @@ class IcebergSource:
         :attr:`retry`; a data file is re-read from its last delivered record, so no row
         is repeated or skipped. After ``maxAttempts`` the typed error is raised.
         """
-        plan = self.bounded_plan()
+        return self._batches(self.bounded_plan(), parallelism)
+
+    def _batches(self, plan: BoundedPlan, parallelism: int) -> Iterator[pa.RecordBatch]:
+        """Non-empty batches of ``plan``, planning and reading under :attr:`retry`."""
         retry = self.retry
         return (item.batch for item in read_splits(
                     _retrying_splits(plan, retry), plan.context, parallelism,
@@ -114,12 +117,8 @@ class IcebergSource:
     def to_arrow(self, parallelism: int = 2) -> pa.Table:
         """The whole bounded read as one Arrow table (materialised in memory)."""
         plan = self.bounded_plan()
-        retry = self.retry
-        batches = [item.batch for item in read_splits(
-                       _retrying_splits(plan, retry), plan.context, parallelism,
-                       plan.options.preserve_order, retry=retry)
-                   if item.batch.num_rows]
-        return pa.Table.from_batches(batches, schema=plan.context.arrow_schema)
+        return pa.Table.from_batches(list(self._batches(plan, parallelism)),
+                                     schema=plan.context.arrow_schema)
 
     def stream(self, checkpoint: str | None = None, parallelism: int = 2,
                **kwargs: Any) -> LocalStream:
