@@ -299,12 +299,12 @@ def _format_name(raw: str) -> str:
     return name
 
 
-def live_data_files(content: bytes, manifest: ManifestFile) -> list[LiveDataFile]:
-    """Live entries of one manifest file's bytes, in file order (see the module contract).
+def open_avro(content: bytes) -> tuple[BinaryDecoder, Any, Callable[[bytes], bytes] | None]:
+    """The decoder positioned after an Avro file's header, the header (``meta``, ``sync``)
+    and the blocks' decompress function (None: uncompressed).
 
     Raises:
-        ValueError: not an Avro file, an unknown codec or status, or a bad sync marker.
-        EOFError: the bytes end inside a block.
+        ValueError: not an Avro file, or an unknown codec.
     """
     decoder = new_decoder(content)
     header = _HEADER_READER.read(decoder)
@@ -314,7 +314,17 @@ def live_data_files(content: bytes, manifest: ManifestFile) -> list[LiveDataFile
     if codec_name not in KNOWN_CODECS:
         raise ValueError(f"Unsupported codec: {codec_name}")
     codec = KNOWN_CODECS[codec_name]
-    decompress = codec.decompress if codec else None
+    return decoder, header, codec.decompress if codec else None
+
+
+def live_data_files(content: bytes, manifest: ManifestFile) -> list[LiveDataFile]:
+    """Live entries of one manifest file's bytes, in file order (see the module contract).
+
+    Raises:
+        ValueError: not an Avro file, an unknown codec or status, or a bad sync marker.
+        EOFError: the bytes end inside a block.
+    """
+    decoder, header, decompress = open_avro(content)
     decode_entry = _plan(header.meta["avro.schema"]).decode_entry
     new_block = _DECODER
     sync = header.sync

@@ -31,9 +31,8 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from pyiceberg.avro.codecs import AVRO_CODEC_KEY, KNOWN_CODECS
 from pyiceberg.avro.decoder import BinaryDecoder, new_decoder
-from pyiceberg.avro.file import MAGIC, SYNC_SIZE
+from pyiceberg.avro.file import SYNC_SIZE
 from pyiceberg.avro.reader import (
     DefaultReader,
     ListReader,
@@ -51,14 +50,13 @@ from pyiceberg.manifest import (
     PartitionFieldSummary,
 )
 from pyiceberg.schema import Schema
-from pyiceberg.table import TableProperties
 from pyiceberg.utils.schema_conversion import AvroSchemaConversion
 
 from icefloe.enumerator.manifest_decoder import (
     _DECODER,
-    _HEADER_READER,
     _INLINE_SKIPS,
     CodegenBase,
+    open_avro,
 )
 
 _LIST_SCHEMA = MANIFEST_LIST_FILE_SCHEMAS[DEFAULT_READ_VERSION]
@@ -160,15 +158,7 @@ def added_manifests(content: bytes, snapshot_id: int) -> list[ManifestFile]:
         ValueError: not an Avro file, an unknown codec or a bad sync marker.
         EOFError: the bytes end inside a block.
     """
-    decoder = new_decoder(content)
-    header = _HEADER_READER.read(decoder)
-    if header.magic != MAGIC:
-        raise ValueError(f"not an Avro file (magic {header.magic!r})")
-    codec_name = header.meta.get(AVRO_CODEC_KEY, TableProperties.WRITE_AVRO_COMPRESSION_DEFAULT)
-    if codec_name not in KNOWN_CODECS:
-        raise ValueError(f"Unsupported codec: {codec_name}")
-    codec = KNOWN_CODECS[codec_name]
-    decompress = codec.decompress if codec else None
+    decoder, header, decompress = open_avro(content)
     scan_entry, read_entry, _ = _plan(header.meta["avro.schema"])
     new_block = _DECODER
     sync = header.sync

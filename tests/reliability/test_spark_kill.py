@@ -158,8 +158,8 @@ def test_restart_during_the_first_batch_with_latest_after_commits(tmp_path: Path
     from pyspark.sql.streaming.datasource import ReadAllAvailable
     from pyspark.sql.types import StructType
 
-    from icefloe.splits import deserialize_split
     from icefloe.spark.streaming import IcefloeStreamReader
+    from icefloe.splits import deserialize_split
     from tests.helpers.tables import make_catalog, make_table, rows
     from tests.reliability.spark_child import catalog_options
 
