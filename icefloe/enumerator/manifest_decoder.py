@@ -35,7 +35,7 @@ PyIceberg's full entries (:mod:`icefloe.enumerator.discovery`).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -317,6 +317,28 @@ def open_avro(content: bytes) -> tuple[BinaryDecoder, Any, Callable[[bytes], byt
     return decoder, header, codec.decompress if codec else None
 
 
+def avro_blocks(decoder: BinaryDecoder, sync: bytes,
+                decompress: Callable[[bytes], bytes] | None) -> Iterator[tuple[int, bytes]]:
+    """``(entry count, decompressed bytes)`` of each block after the header, as
+    ``AvroFile.__next__`` reads them.
+
+    Raises:
+        ValueError: a bad sync marker.
+        EOFError: the bytes end inside a block.
+    """
+    first = True
+    while True:
+        try:
+            if not first and decoder.read(SYNC_SIZE) != sync:
+                raise ValueError("bad sync marker")
+            count = decoder.read_int()
+        except EOFError:
+            return
+        first = False
+        data = decoder.read_bytes()
+        yield count, decompress(data) if decompress else data
+
+
 def live_data_files(content: bytes, manifest: ManifestFile) -> list[LiveDataFile]:
     """Live entries of one manifest file's bytes, in file order (see the module contract).
 
@@ -327,22 +349,12 @@ def live_data_files(content: bytes, manifest: ManifestFile) -> list[LiveDataFile
     decoder, header, decompress = open_avro(content)
     decode_entry = _plan(header.meta["avro.schema"]).decode_entry
     new_block = _DECODER
-    sync = header.sync
     manifest_seq = manifest.sequence_number
     inherit_all = manifest_seq == 0
     out: list[LiveDataFile] = []
     append = out.append
-    first = True
-    while True:  # the container's blocks, as AvroFile.__next__
-        try:
-            if not first and decoder.read(SYNC_SIZE) != sync:
-                raise ValueError("bad sync marker")
-            count = decoder.read_int()
-        except EOFError:
-            break
-        first = False
-        data = decoder.read_bytes()
-        block = new_block(decompress(data) if decompress else data)
+    for count, data in avro_blocks(decoder, header.sync, decompress):
+        block = new_block(data)
         for _ in range(count):
             status, seq, path, fmt, partition, records, size, offsets = decode_entry(block)
             if status == _DELETED:

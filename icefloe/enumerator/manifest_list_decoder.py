@@ -32,7 +32,6 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from pyiceberg.avro.decoder import BinaryDecoder, new_decoder
-from pyiceberg.avro.file import SYNC_SIZE
 from pyiceberg.avro.reader import (
     DefaultReader,
     ListReader,
@@ -56,6 +55,7 @@ from icefloe.enumerator.manifest_decoder import (
     _DECODER,
     _INLINE_SKIPS,
     CodegenBase,
+    avro_blocks,
     open_avro,
 )
 
@@ -161,20 +161,8 @@ def added_manifests(content: bytes, snapshot_id: int) -> list[ManifestFile]:
     decoder, header, decompress = open_avro(content)
     scan_entry, read_entry, _ = _plan(header.meta["avro.schema"])
     new_block = _DECODER
-    sync = header.sync
     out: list[ManifestFile] = []
-    first = True
-    while True:  # the container's blocks, as AvroFile.__next__
-        try:
-            if not first and decoder.read(SYNC_SIZE) != sync:
-                raise ValueError("bad sync marker")
-            count = decoder.read_int()
-        except EOFError:
-            break
-        first = False
-        data = decoder.read_bytes()
-        if decompress:
-            data = decompress(data)
+    for count, data in avro_blocks(decoder, header.sync, decompress):
         block = new_block(data)
         for _ in range(count):
             start = block.tell()
