@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
 import time
 from pathlib import Path
 
 from tests.helpers.tables import rows
 from tests.reliability.child import catalog_for
+from tests.reliability.writer import _retrying
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,14 +38,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.stop_file.exists():
             break
         data = rows(args.rows, start=next_id)
-        for attempt in range(200):
-            try:
-                catalog.load_table(args.table).append(data)
-                break
-            except Exception:  # CommitFailedException, sqlite "database is locked", ...
-                if attempt == 199:
-                    raise
-                time.sleep(random.uniform(0.01, 0.1))
+        _retrying(lambda: catalog.load_table(args.table),
+                  lambda table, data=data: table.append(data), f"append at {next_id}")
         print(json.dumps({"appended": [next_id, args.rows]}), flush=True)
         next_id += args.rows
         time.sleep(args.interval)
