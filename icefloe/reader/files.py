@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyarrow.fs import FileSystem
+from pyarrow.fs import FileSystem, LocalFileSystem
 from pyiceberg.io import FileIO
 from pyiceberg.io.pyarrow import PyArrowFileIO
 
@@ -57,7 +57,17 @@ class FileOpener:
         return fs, f"{dir_path}/{name}"
 
     def open(self, location: str) -> Any:
-        """A seekable Arrow input file for ``location``.
+        """A seekable Arrow input file for ``location`` (see :meth:`open_for_parquet`)."""
+        return self.open_for_parquet(location)[0]
+
+    def open_for_parquet(self, location: str) -> tuple[Any, bool]:
+        """A seekable Arrow input file for ``location`` and whether a Parquet reader
+        should pre-buffer it.
+
+        Pre-buffering (coalesced, read-ahead column-chunk reads on Arrow's I/O threads)
+        pays off where a read is a round trip (object stores); on a local filesystem
+        it costs about 150 us per file and saves nothing, which with thousands of
+        small files is a third of the read. So: True unless the file is local.
 
         Raises:
             FileNotFoundError: the file does not exist.
@@ -66,10 +76,10 @@ class FileOpener:
         """
         where = self.locate(location)
         if where is None:
-            return self.io.new_input(location).open(seekable=True)
+            return self.io.new_input(location).open(seekable=True), True
         fs, path = where
         try:
-            return fs.open_input_file(path)
+            return fs.open_input_file(path), not isinstance(fs, LocalFileSystem)
         except (FileNotFoundError, PermissionError):
             raise
         except OSError as exc:  # as PyArrowFile.open translates them

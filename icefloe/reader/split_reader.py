@@ -47,6 +47,46 @@ def _row_group_start(rg: Any) -> int:
 
 
 _PLAN_CACHE_SIZE = 64
+
+_WIDEN = {pa.string(): pa.large_string(), pa.binary(): pa.large_binary()}
+
+
+@dataclass(frozen=True, slots=True)
+class _Widen:
+    """A cast that only widens 32-bit offsets to 64-bit (string -> large_string, binary
+    -> large_binary), done by :func:`_widen_offsets` without a compute-kernel call."""
+
+    to_type: pa.DataType
+
+
+_Cast = pc.CastOptions | _Widen | None
+
+
+def _cast_for(have: pa.DataType, want: pa.DataType) -> _Cast:
+    """How a column of type ``have`` becomes ``want``: None (as is), an offset widening
+    (:class:`_Widen`), or a safe Arrow cast."""
+    if have.equals(want):
+        return None
+    if _WIDEN.get(have) == want:
+        return _Widen(want)
+    return pc.CastOptions.safe(want)
+
+
+def _widen_offsets(column: pa.Array, large: pa.DataType) -> pa.Array:
+    """``column`` (string or binary) as ``large`` (large_string / large_binary): its
+    offsets widened to int64 with numpy, validity and data buffers shared (no copy).
+
+    What ``pc.cast`` does for this pair, for a fraction of the per-call cost (which,
+    with thousands of one-batch files, is paid once per column per file)."""
+    validity, offsets, data = column.buffers()
+    if offsets is None:  # an empty array may have no buffers
+        return pc.call_function("cast", [column], pc.CastOptions.safe(large))
+    n, start = len(column), column.offset
+    wide = np.frombuffer(offsets, dtype=np.int32, count=start + n + 1).astype(np.int64)
+    return pa.Array.from_buffers(large, n, [validity, pa.py_buffer(wide), data],
+                                 column.null_count, start)
+
+
 # below this many bytes a split decodes on the calling thread: for small files Arrow's
 # per-column thread tasks cost more than they save (the engine already runs readers in parallel)
 _THREADED_DECODE_BYTES = 1024 * 1024
@@ -152,7 +192,7 @@ class SplitReader:
                 f"{split.file_format}; icefloe reads Parquet data files only"
             )
         try:
-            stream = self.files.open(split.file_path)
+            stream, pre_buffer = self.files.open_for_parquet(split.file_path)
         except Exception as exc:
             raise DataFileError(
                 f"cannot read data file {split.file_path} of snapshot {split.snapshot_id} "
@@ -162,7 +202,7 @@ class SplitReader:
             # the reader under pq.ParquetFile, without its per-file Python set-up (nested
             # column paths, path resolution): with thousands of small files it shows
             reader = ParquetReader()
-            reader.open(stream, pre_buffer=True, arrow_extensions_enabled=True)
+            reader.open(stream, pre_buffer=pre_buffer, arrow_extensions_enabled=True)
         except Exception as exc:
             stream.close()
             raise DataFileError(
@@ -372,7 +412,7 @@ class SplitReader:
             if schema.names != target.names:
                 raise ValueError(f"Target schema's field names are not matching the record "
                                  f"batch's field names: {schema.names!r}, {target.names!r}")
-            casts = [None if have.type.equals(want.type) else pc.CastOptions.safe(want.type)
+            casts = [_cast_for(have.type, want.type)
                      for have, want in zip(schema, target, strict=True)]
             if len(self._conformers) >= _PLAN_CACHE_SIZE:
                 self._conformers.clear()
@@ -381,16 +421,18 @@ class SplitReader:
             self._cast_columns(batch.columns, casts), schema=target)
 
     def _cast_columns(self, columns: list[pa.Array],
-                      casts: list[pc.CastOptions | None]) -> list[pa.Array]:
+                      casts: list[_Cast]) -> list[pa.Array]:
         """``columns`` cast by ``casts`` (None: as is) to the context's Arrow schema,
         refusing nulls where it forbids them (as ``RecordBatch.cast`` does)."""
         for index, name in self._required:
             if columns[index].null_count > 0:
                 raise ValueError(f"Casting field {name!r} with null values to non-nullable")
-        return [column if options is None else pc.call_function("cast", [column], options)
+        return [column if options is None
+                else _widen_offsets(column, options.to_type) if isinstance(options, _Widen)
+                else pc.call_function("cast", [column], options)
                 for column, options in zip(columns, casts, strict=True)]
 
-    def _fast_output(self, direct: pa.Schema) -> tuple[pa.Schema, list[pc.CastOptions | None]
+    def _fast_output(self, direct: pa.Schema) -> tuple[pa.Schema, list[_Cast]
                                                         | None] | None:
         """For a plan whose projection is a relabel to ``direct``: the output schema and
         casts of its batches when nothing but the relabel and the final cast applies (no
@@ -402,7 +444,7 @@ class SplitReader:
         target = ctx.arrow_schema
         if direct.equals(target):
             return direct, None  # what the general path returns (its own metadata kept)
-        return target, [None if have.type.equals(want.type) else pc.CastOptions.safe(want.type)
+        return target, [_cast_for(have.type, want.type)
                         for have, want in zip(direct, target, strict=True)]
 
     def _add_metadata(self, batch: pa.RecordBatch, split: FileSplit,
