@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -59,7 +59,7 @@ class _Widen:
     to_type: pa.DataType
 
 
-_Cast = pc.CastOptions | _Widen | None
+_Cast: TypeAlias = "pc.CastOptions | _Widen | None"
 
 
 def _cast_for(have: pa.DataType, want: pa.DataType) -> _Cast:
