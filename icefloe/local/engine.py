@@ -147,8 +147,8 @@ def read_splits(
     A reader thread claims the next split and the splits already fed behind it as a run
     (see the module docstring; ``run_splits=1`` claims split by split, never waiting for
     more). Inside a run, consecutive splits that :meth:`SplitReader.can_batch` are read
-    together through :meth:`SplitReader.read_run` when the reader scans runs
-    (:attr:`SplitReader.scan_runs`), the others with :meth:`SplitReader.read_progress`.
+    together through :meth:`SplitReader.read_run` when the reader reads runs
+    (:attr:`SplitReader.batch_runs`), the others with :meth:`SplitReader.read_progress`.
 
     A transient read error (:func:`icefloe.retry.is_transient`) re-reads the split from
     the last consumed record offset, after ``retry``'s backoff, so no row is delivered
@@ -299,7 +299,7 @@ def read_splits(
         """Read and deliver a claimed run; False when the reader thread must end."""
         output = _RunOutput(out, put, context.batch_size, empty)
         progress = [_Progress(split.resume_rows) for split in run]
-        batchable = [reader.scan_runs and reader.can_batch(split) for split in run]
+        batchable = [reader.batch_runs and reader.can_batch(split) for split in run]
         i = 0
         scanning = True
         try:

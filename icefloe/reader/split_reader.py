@@ -133,7 +133,7 @@ class _FilePlan:
     direct_schema: pa.Schema | None = None
     direct_source: pa.Schema | None = None
     direct_checked: bool = False
-    fast: tuple[pa.Schema, list[pc.CastOptions | None] | None] | None = None
+    fast: tuple[pa.Schema, list[_Cast] | None] | None = None
 
 
 class SplitReader:
@@ -161,20 +161,31 @@ class SplitReader:
         self._required = [(i, f.name) for i, f in enumerate(context.arrow_schema)
                           if not f.nullable]
 
+    batch_runs = True
+    """Whether the local engine reads runs of :meth:`can_batch` splits (small whole files)
+    with :meth:`read_run` instead of split by split."""
+
     scan_runs = False
-    """Whether the local engine reads runs of :meth:`can_batch` splits with :meth:`read_run`
-    (one ``pyarrow.dataset`` scan) instead of split by split. Off: on local files the
-    dataset scanner costs more CPU per small file than this reader (benchmarks/RESULTS.md,
-    "Backfill throughput"); it may pay where opening a file is slow (object stores)."""
+    """Whether :meth:`read_run` reads a run through one ``pyarrow.dataset`` scan
+    (:mod:`icefloe.reader.runs`) instead of file by file, processed in groups
+    (:mod:`icefloe.reader.groups`). Off: on local files the dataset scanner costs more CPU
+    per small file than this reader (benchmarks/RESULTS.md, "Backfill throughput"); it may
+    pay where opening a file is slow (object stores)."""
 
     def can_batch(self, split: FileSplit) -> bool:
         """Whether ``split`` may be read with others in :meth:`read_run` (cheap; any thread)."""
         return can_batch(split)
 
     def read_run(self, splits: Sequence[FileSplit]) -> Iterator[tuple[int, pa.RecordBatch, int]]:
-        """``(index, batch, consumed)`` of ``splits`` (each :meth:`can_batch`) read through
-        one Arrow dataset scan: see :meth:`icefloe.reader.runs.RunScanner.read_run` for the
-        contract (split order; on error, resume the last item's split per split)."""
+        """``(index, batch, consumed)`` of ``splits`` (each :meth:`can_batch`): see
+        :meth:`icefloe.reader.runs.RunScanner.read_run` for the contract (split order; on
+        error, resume the last item's split per split). Read file by file with small
+        files processed in groups (:func:`icefloe.reader.groups.read_group`), or through
+        one Arrow dataset scan when :attr:`scan_runs`."""
+        if not self.scan_runs:
+            from icefloe.reader.groups import read_group
+
+            return read_group(self, splits)
         if self._runs is None:
             self._runs = RunScanner(self)
         return self._runs.read_run(splits)
@@ -332,6 +343,17 @@ class SplitReader:
             consumed += n
             yield batch, consumed
 
+    def _fast_process(self, raw: pa.RecordBatch, plan: _FilePlan) -> pa.RecordBatch:
+        """``raw`` (of schema ``plan.direct_source``) relabelled and cast in one step to the
+        output: what :meth:`_process` ends with when ``plan.fast`` applies (no deletes,
+        filter, metadata columns or missing columns)."""
+        assert plan.fast is not None
+        out_schema, casts = plan.fast
+        arrays = raw.columns
+        if casts is not None:
+            arrays = self._cast_columns(arrays, casts)
+        return pa.RecordBatch.from_arrays(arrays, schema=out_schema)
+
     def _project(self, raw: pa.RecordBatch, plan: _FilePlan,
                  missing: dict[int, Any]) -> pa.RecordBatch:
         """``raw`` in the read schema; a relabel only when the projection is the identity."""
@@ -358,12 +380,7 @@ class SplitReader:
         fast = plan.fast
         if fast is not None and deleted is None and not equality and not missing \
                 and raw.schema.equals(plan.direct_source):
-            # relabel (and cast) in one step: what the general path below ends with
-            out_schema, casts = fast
-            arrays = raw.columns
-            if casts is not None:
-                arrays = self._cast_columns(arrays, casts)
-            return pa.RecordBatch.from_arrays(arrays, schema=out_schema)
+            return self._fast_process(raw, plan)
         ctx = self.context
         n = raw.num_rows
         read_schema = plan.read_schema

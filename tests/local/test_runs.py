@@ -1,8 +1,10 @@
 """Runs in the local engine: many small splits claimed together, chunked hand-off, and the
-optional dataset scan of a run (``SplitReader.scan_runs``), against PyIceberg's scans.
+two ways of reading a run of small files (``SplitReader.read_run``), against PyIceberg's
+scans.
 
-Every test runs both ways of reading a run: split by split (the default) and through one
-``pyarrow.dataset`` scan per run of batchable splits.
+Every test runs each way of reading small splits: split by split; runs read file by file
+with small files processed in groups (the default, :mod:`icefloe.reader.groups`); runs read
+through one ``pyarrow.dataset`` scan.
 """
 
 from __future__ import annotations
@@ -132,12 +134,26 @@ def evolved(tmp_path_factory: pytest.TempPathFactory) -> Evolved:
     return Evolved(make_catalog(tmp_path_factory.mktemp("runs")))
 
 
-@pytest.fixture(params=[False, True], ids=["split-by-split", "scan"])
-def scan_runs(request: pytest.FixtureRequest) -> Iterator[bool]:
-    """Both ways of reading a run (a class attribute of the reader, restored afterwards)."""
+_MODES = {"split-by-split": (False, False), "groups": (True, False), "scan": (True, True)}
+
+
+@pytest.fixture(params=list(_MODES))
+def reads_runs(request: pytest.FixtureRequest) -> Iterator[bool]:
+    """Each way of reading small splits (class attributes of the reader, restored
+    afterwards): one by one; runs read file by file and processed in groups (the
+    default); runs read through one dataset scan. True when runs go through ``read_run``."""
+    before = SplitReader.batch_runs, SplitReader.scan_runs
+    SplitReader.batch_runs, SplitReader.scan_runs = _MODES[request.param]
+    yield SplitReader.batch_runs
+    SplitReader.batch_runs, SplitReader.scan_runs = before
+
+
+@pytest.fixture(params=[False, True], ids=["groups", "scan"])
+def run_reader(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Both implementations of ``SplitReader.read_run``."""
     before = SplitReader.scan_runs
     SplitReader.scan_runs = request.param
-    yield request.param
+    yield
     SplitReader.scan_runs = before
 
 
@@ -202,7 +218,7 @@ def _sequential(plan: BoundedPlan) -> dict[str, pa.Table]:
     {"columns": "n,extra", "filter": "n >= 3"},
     {"filter": "category = 'k1' OR extra IS NULL", "batchSize": "3"},
 ])
-def test_mixed_schemas_match_pyiceberg(evolved: Evolved, scan_runs: bool, parallelism: int,
+def test_mixed_schemas_match_pyiceberg(evolved: Evolved, reads_runs: bool, parallelism: int,
                                        preserve_order: bool, options: dict[str, str]) -> None:
     for snapshot in (evolved.all_appends, evolved.final):
         plan = evolved.plan(snapshot, **options)
@@ -213,12 +229,13 @@ def test_mixed_schemas_match_pyiceberg(evolved: Evolved, scan_runs: bool, parall
         assert all(i.batch.num_rows <= plan.context.batch_size for i in items)
         if snapshot == evolved.all_appends and plan.context.batch_size >= 10:
             # 8 batchable splits of 10 records, runs of 4 queue_batches * batchSize records
-            assert bool(_Recording.runs) == scan_runs
+            assert bool(_Recording.runs) == reads_runs
 
 
 @pytest.mark.parametrize("options", [{}, {"columns": "id,extra", "batchSize": "3"},
                                      {"filter": "n > 2", "metadataColumns": "_pos,_file"}])
-def test_run_scan_across_a_schema_change(evolved: Evolved, options: dict[str, str]) -> None:
+def test_run_scan_across_a_schema_change(evolved: Evolved, run_reader: None,
+                                         options: dict[str, str]) -> None:
     """One run over files of both schemas (a scan would read the older ones with the newer
     schema, nulls for the renamed column): the same batches as split by split."""
     plan = evolved.plan(evolved.all_appends, **options)
@@ -240,7 +257,8 @@ def test_run_scan_across_a_schema_change(evolved: Evolved, options: dict[str, st
         assert consumed[index][-1] == split.record_count
 
 
-def test_run_scan_raises_for_a_file_not_as_planned(evolved: Evolved, tmp_path: Path) -> None:
+def test_run_scan_raises_for_a_file_not_as_planned(evolved: Evolved, run_reader: None,
+                                                    tmp_path: Path) -> None:
     """A file with fewer records than its split says is an error, not a silent gap."""
     plan = evolved.plan(evolved.all_appends)
     splits = list(plan.splits())
@@ -256,7 +274,7 @@ def test_run_scan_raises_for_a_file_not_as_planned(evolved: Evolved, tmp_path: P
 
 
 @pytest.mark.parametrize("parallelism", [1, 2, 4])
-def test_items_equal_split_by_split_reads(evolved: Evolved, scan_runs: bool,
+def test_items_equal_split_by_split_reads(evolved: Evolved, reads_runs: bool,
                                           parallelism: int) -> None:
     """Same batches per split as the per-split reader, metadata columns included; ordered
     delivery follows split order; each split ends with exactly one ``last`` item whose
@@ -277,7 +295,7 @@ def test_items_equal_split_by_split_reads(evolved: Evolved, scan_runs: bool,
         assert rows.equals(want[split.split_id])
 
 
-def test_every_offset_resumes_the_rest(evolved: Evolved, scan_runs: bool) -> None:
+def test_every_offset_resumes_the_rest(evolved: Evolved, reads_runs: bool) -> None:
     """``(split, consumed)`` of every item resumes exactly after it (what checkpoints keep)."""
     plan = evolved.plan(evolved.final, batchSize="3", metadataColumns="_pos")
     items = _items(plan, parallelism=2)
@@ -293,7 +311,7 @@ def test_every_offset_resumes_the_rest(evolved: Evolved, scan_runs: bool) -> Non
             assert rest == positions[seen:]
 
 
-def test_deletes_and_resumes_keep_the_per_split_path(evolved: Evolved, scan_runs: bool) -> None:
+def test_deletes_and_resumes_keep_the_per_split_path(evolved: Evolved, reads_runs: bool) -> None:
     plan = evolved.plan(evolved.final)
     splits = list(plan.splits())
     resumed = [s.with_position(2) if i % 3 == 0 else s for i, s in enumerate(splits)]
@@ -341,14 +359,14 @@ class _FailingOnce(SplitReader):
 
 @pytest.mark.parametrize("preserve_order", [True, False])
 def test_failure_mid_run_resumes_the_split_from_its_offset(
-        evolved: Evolved, scan_runs: bool, preserve_order: bool) -> None:
+        evolved: Evolved, reads_runs: bool, preserve_order: bool) -> None:
     plan = evolved.plan(evolved.all_appends, batchSize="4")
     splits = list(plan.splits())
     _FailingOnce.victim, _FailingOnce.failed = splits[5].split_id, False
     items = list(read_splits(plan.splits(), plan.context, 2, preserve_order, queue_batches=20,
                              reader_factory=_late(_FailingOnce),
                              retry=RetryPolicy(max_attempts=2, backoff_ms=0)))
-    assert _FailingOnce.where == ("scan" if scan_runs else "split")
+    assert _FailingOnce.where == ("scan" if reads_runs else "split")
     want = _sequential(plan)
     per_split = _by_split(items)
     for split in splits:
@@ -360,7 +378,7 @@ def test_failure_mid_run_resumes_the_split_from_its_offset(
             s.split_id for s in splits for _ in per_split[s.split_id]]
 
 
-def test_failure_without_retry(evolved: Evolved, scan_runs: bool) -> None:
+def test_failure_without_retry(evolved: Evolved, reads_runs: bool) -> None:
     """Without retries a split's transient error reaches the consumer after every earlier
     split; a failed scan is not a failed split: it is read on split by split from there."""
     plan = evolved.plan(evolved.all_appends, batchSize="4")
@@ -369,7 +387,7 @@ def test_failure_without_retry(evolved: Evolved, scan_runs: bool) -> None:
     got: list[SplitBatch] = []
     items = read_splits(plan.splits(), plan.context, 2, True, queue_batches=20,
                         reader_factory=_late(_FailingOnce))
-    if scan_runs:
+    if reads_runs:
         got = list(items)
         assert _FailingOnce.where == "scan"
         assert [i.split.split_id for i in got if i.last] == [s.split_id for s in splits]
@@ -383,7 +401,7 @@ def test_failure_without_retry(evolved: Evolved, scan_runs: bool) -> None:
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("preserve_order", [True, False])
 @pytest.mark.parametrize("damage", ["missing", "corrupt"])
-def test_broken_file_in_a_run_is_a_typed_error(tmp_path: Path, scan_runs: bool,
+def test_broken_file_in_a_run_is_a_typed_error(tmp_path: Path, reads_runs: bool,
                                                preserve_order: bool, damage: str) -> None:
     catalog = make_catalog(tmp_path)
     _, all_appends, _ = _build(catalog, "db.evolved", equality=True)
@@ -409,7 +427,7 @@ def test_broken_file_in_a_run_is_a_typed_error(tmp_path: Path, scan_runs: bool,
 
 
 @pytest.mark.timeout(60)
-def test_a_run_never_waits_for_more_splits(evolved: Evolved, scan_runs: bool) -> None:
+def test_a_run_never_waits_for_more_splits(evolved: Evolved, reads_runs: bool) -> None:
     """A source that blocks (a stream between snapshots) does not hold back what it gave."""
     plan = evolved.plan(evolved.all_appends)
     splits = list(plan.splits())
@@ -430,7 +448,7 @@ def test_a_run_never_waits_for_more_splits(evolved: Evolved, scan_runs: bool) ->
     assert {i.split.split_id for i in first + rest if i.last} == {s.split_id for s in splits}
 
 
-def test_runs_are_bounded(evolved: Evolved, scan_runs: bool) -> None:
+def test_runs_are_bounded(evolved: Evolved, reads_runs: bool) -> None:
     """A run holds at most ``queue_batches * batchSize`` records (memory) and
     ``run_splits`` splits."""
     plan = evolved.plan(evolved.all_appends, batchSize="10")
@@ -445,7 +463,7 @@ def test_runs_are_bounded(evolved: Evolved, scan_runs: bool) -> None:
 
 
 @pytest.mark.parametrize("acked", [3, 9, 14])
-def test_stream_restart_after_acks_in_the_middle_of_runs(tmp_path: Path, scan_runs: bool,
+def test_stream_restart_after_acks_in_the_middle_of_runs(tmp_path: Path, reads_runs: bool,
                                                          acked: int) -> None:
     """Checkpointed (split, offset) positions of a run's items: nothing lost on restart and
     nothing acknowledged read again."""
@@ -482,3 +500,30 @@ def _crash(stream: LocalStream) -> None:
         stream._engine.close()  # type: ignore[attr-defined]
 
 
+
+
+class _CountingFast(SplitReader):
+    calls: ClassVar[list[int]] = []
+
+    def _fast_process(self, raw: pa.RecordBatch, plan: Any) -> pa.RecordBatch:
+        _CountingFast.calls.append(raw.num_rows)
+        return super()._fast_process(raw, plan)
+
+
+def test_groups_process_small_files_together(evolved: Evolved) -> None:
+    """A run of small files of one schema is converted in one go (not file by file), and
+    each file still gets its own item with its own rows and offset, as PyIceberg reads it."""
+    plan = evolved.plan(evolved.all_appends)  # 8 files of 10 rows; two schemas
+    splits = list(plan.splits())
+    reader = _CountingFast(plan.context)
+    _CountingFast.calls = []
+    items = list(reader.read_run(splits))
+    assert [i for i, _, _ in items] == list(range(len(splits)))  # one item per small file
+    assert [c for _, _, c in items] == [s.record_count for s in splits]
+    # the first file of each schema teaches the reader its fast path; the rest are grouped
+    assert len(_CountingFast.calls) < len(splits) and max(_CountingFast.calls) > 10
+    got = pa.Table.from_batches([b for _, b, _ in items], schema=plan.context.arrow_schema)
+    assert_same_rows(got, evolved.expected(evolved.all_appends))
+    want = _sequential(plan)
+    for (_, batch, _), split in zip(items, splits, strict=True):
+        assert pa.Table.from_batches([batch]).equals(want[split.split_id])

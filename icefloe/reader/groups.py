@@ -1,0 +1,116 @@
+"""Groups: runs of small whole files read one by one, processed together. Runs on a worker.
+
+A small Parquet file (a few hundred rows) costs a reader thread about as much Python
+work per file as decoding it: the batch's columns wrapped, the cast of each string
+column to the output's ``large_string``, the relabelled batch built. Under the GIL, with
+two reader threads, that per-file work is what limits a read of thousands of small files.
+:func:`read_group` reads the files of a run with the same low-level reader as
+:meth:`SplitReader.read_progress` (no Parquet pre-buffering on local disks, one
+``read_all`` per file) but gathers the raw batches of consecutive small files that share
+a projection, concatenates them once, converts them with one cast per column, and hands
+each file's rows back as a zero-copy slice of the result.
+
+Only files whose projection is a plain relabel-and-cast (the reader's fast path: no
+filter, no metadata or partition-value columns) are gathered; every other file of the
+run goes through :meth:`SplitReader._read_open` as it would alone. The contract is
+:meth:`SplitReader.read_run`'s: items in split order, every split with records complete
+before the next one starts; on an error nothing of the gathered, unsent files was
+delivered, so the caller resumes split by split at the first split it has not finished.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from icefloe.errors import DataFileError
+from icefloe.reader.split_reader import _column_indices
+from icefloe.splits.split import FileSplit
+
+if TYPE_CHECKING:
+    from icefloe.reader.split_reader import SplitReader, _FilePlan
+
+GROUP_MAX_FILE_ROWS = 8192
+"""Files with more records than this are read on their own (their per-file cost is small
+next to decoding them, and gathering would copy their rows)."""
+
+
+def read_group(reader: SplitReader, splits: Sequence[FileSplit]
+               ) -> Iterator[tuple[int, pa.RecordBatch, int]]:
+    """``(index, batch, consumed)`` for ``splits`` (each :func:`icefloe.reader.runs.can_batch`),
+    with :meth:`SplitReader.read_run`'s contract. Runs on the reader's thread.
+
+    Raises:
+        DataFileError: a file is missing, unreadable, or yields more or fewer records than
+            its split (typed, naming the file).
+    """
+    limit = reader.context.batch_size
+    pending: list[tuple[int, int, list[pa.RecordBatch]]] = []  # (index, records, raws)
+    pending_plan: _FilePlan | None = None
+    pending_rows = 0
+
+    def flush() -> Iterator[tuple[int, pa.RecordBatch, int]]:
+        nonlocal pending, pending_plan, pending_rows
+        if not pending:
+            return
+        group, plan = pending, pending_plan
+        pending, pending_plan, pending_rows = [], None, 0
+        assert plan is not None and plan.fast is not None
+        raws = [raw for _, _, batches in group for raw in batches]
+        combined = raws[0] if len(raws) == 1 else pa.concat_batches(raws)
+        out = reader._fast_process(combined, plan)
+        offset = 0
+        for index, n, _ in group:
+            yield index, out.slice(offset, n), n
+            offset += n
+
+    for index, split in enumerate(splits):
+        opened = reader._open(split)
+        try:
+            pf = opened.reader
+            plan = reader._file_plan(pf.schema_arrow, frozenset())
+            if split.record_count > GROUP_MAX_FILE_ROWS or plan.fast is None \
+                    or plan.missing_ids:
+                yield from flush()
+                consumed = 0
+                for batch, consumed in reader._read_open(split, pf, reader.context):
+                    yield index, batch, consumed
+                _check_complete(split, consumed)
+                continue
+            try:
+                batches = pf.read_all(_column_indices(pf, plan), use_threads=False).to_batches()
+            except (OSError, pa.ArrowException) as exc:
+                raise DataFileError(
+                    f"failed reading data file {split.file_path} of snapshot "
+                    f"{split.snapshot_id}: {type(exc).__name__}: {exc}") from exc
+        finally:
+            opened.close()
+        _check_complete(split, sum(b.num_rows for b in batches))
+        batches = [b for b in batches if b.num_rows]
+        if not batches:
+            continue  # no records: complete without an item (as a run scan does)
+        if any(not b.schema.equals(plan.direct_source) for b in batches):
+            yield from flush()  # a raw schema the fast path was not learned on
+            pos = 0
+            for raw in batches:
+                pos += raw.num_rows
+                yield index, reader._process(raw, pos - raw.num_rows, split, plan, {}, None,
+                                             []), pos
+            continue
+        if plan is not pending_plan:
+            yield from flush()
+            pending_plan = plan
+        pending.append((index, split.record_count, batches))
+        pending_rows += split.record_count
+        if pending_rows >= limit:
+            yield from flush()
+    yield from flush()
+
+
+def _check_complete(split: FileSplit, read: int) -> None:
+    if read != split.record_count:
+        raise DataFileError(
+            f"data file {split.file_path} of snapshot {split.snapshot_id} returned {read} "
+            f"of its {split.record_count} records")
