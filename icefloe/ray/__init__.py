@@ -32,7 +32,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
         "icefloe.ray needs Ray Data; install the extra: pip install 'icefloe[ray]'"
     ) from exc
 
-from icefloe.ray.datasource import IcefloeDatasource, read
+from icefloe.ray.datasource import IcefloeDatasource, default_num_blocks, read
 from icefloe.ray.session import BackfillResult, backfill, stream_cli
 from icefloe.ray.stream import RayStream, RayStreamItem, stream
 
@@ -42,6 +42,7 @@ __all__ = [
     "RayStream",
     "RayStreamItem",
     "backfill",
+    "default_num_blocks",
     "read",
     "stream",
     "stream_cli",

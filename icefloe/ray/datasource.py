@@ -246,7 +246,30 @@ def read(table: str, catalog: str | Catalog | None = None,
         **ray_kwargs: passed to ``ray.data.read_datasource`` (``override_num_blocks``,
             ``ray_remote_args``, ``concurrency``, ...).
 
+    Blocks: unless ``override_num_blocks`` (or ``parallelism``) is given, and Ray is
+    already initialized, the read asks for ``2 x`` the cluster's CPUs blocks: Ray's own
+    default asks for at least 200 (``DataContext.read_op_min_num_blocks``) and, with
+    fewer read tasks than that, slices every task's output into pieces
+    (``SplitBlocks``) that each cost a serialization into the object store. icefloe's
+    tasks already yield blocks of about 64 MiB, and packs at least as many tasks as
+    blocks asked for when there are enough splits, so on clusters with fewer than 100
+    CPUs that slicing is overhead (benchmarks/RESULTS.md, "Ray"); on larger ones the
+    count is Ray's.
+
     Raises:
         InvalidOptionError: invalid options (at call time; the plan is made lazily).
     """
+    if "override_num_blocks" not in ray_kwargs and "parallelism" not in ray_kwargs:
+        blocks = default_num_blocks()
+        if blocks is not None:
+            ray_kwargs["override_num_blocks"] = blocks
     return ray.data.read_datasource(IcefloeDatasource(table, catalog, options), **ray_kwargs)
+
+
+def default_num_blocks() -> int | None:
+    """``2 x`` the CPUs of the connected Ray cluster, or None when Ray is not initialized
+    (Ray then decides, when it starts). Runs on the driver."""
+    if not ray.is_initialized():
+        return None
+    cpus = int(ray.cluster_resources().get("CPU", 0))
+    return 2 * cpus if cpus > 0 else None

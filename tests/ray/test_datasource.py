@@ -156,3 +156,23 @@ def test_count_with_empty_projection(catalog: SqlCatalog, partitioned: Table) ->
 def test_empty_table(catalog: SqlCatalog) -> None:
     make_table(catalog)
     assert icefloe.ray.read("db.events", catalog=catalog).count() == 0
+
+
+def test_default_blocks_are_not_sliced(catalog: SqlCatalog,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without ``override_num_blocks`` a read asks for 2 blocks per CPU, not Ray's 200:
+    each read task's output stays one block instead of being sliced into many."""
+    table = make_table(catalog)
+    for i in range(6):
+        table.append(rows(40, start=100 * i))
+    # make this small table look big to Ray's block-count heuristic (at least 200 blocks
+    # unless blocks would be under target_min_block_size bytes)
+    monkeypatch.setattr(ray.data.DataContext.get_current(), "target_min_block_size", 1)
+    ray_default = ray.data.read_datasource(IcefloeDatasource("db.events", catalog=catalog))
+    assert ray_default.materialize().num_blocks() >= 100  # sliced by Ray's SplitBlocks
+    assert icefloe.ray.default_num_blocks() == 2 * int(ray.cluster_resources()["CPU"])
+    ds = icefloe.ray.read("db.events", catalog=catalog).materialize()
+    assert ds.num_blocks() <= 6  # one block per task (tasks pack the 6 small files)
+    assert_same_rows(_collect(ds), table.scan().to_arrow())
+    forced = icefloe.ray.read("db.events", catalog=catalog, override_num_blocks=24)
+    assert forced.materialize().num_blocks() >= 24  # the caller's count is Ray's to honour
