@@ -42,6 +42,13 @@ def _sections(text: str) -> dict[str, str]:
     return {parts[i].strip(): parts[i + 1].strip() for i in range(1, len(parts) - 1, 2)}
 
 
+def _notes(section: str) -> str:
+    """The hand-written ``### `` subsections of a section (profiles, before/after
+    records), kept when the section's figures are regenerated."""
+    match = re.search(r"^### ", section, flags=re.M)
+    return "" if match is None else "\n\n" + section[match.start():].rstrip()
+
+
 def _write(sections: dict[str, str], header: str) -> None:
     titles = [TITLES[n] for n in ORDER] + [t for t in sections if t not in TITLES.values()]
     body = [header]
@@ -87,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
         timings.append([name, f"{took:.0f} s"])
         print(f"[run] {name} took {took:.0f} s", file=sys.stderr, flush=True)
         sections[title] = (f"`uv run python -m benchmarks.run --scale {a.scale} --only {name}`"
-                           f" — {a.scale} scale, took {took:.0f} s\n\n{out}")
+                           f" — {a.scale} scale, took {took:.0f} s\n\n{out}"
+                           + _notes(old.get(title, "")))
     m = machine()
     prev_machine = old.get("Machine", "")
     summary = old.get("Summary", "")
