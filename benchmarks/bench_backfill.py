@@ -91,7 +91,7 @@ def measure(bt: BenchTable, reps: int) -> dict[str, Any]:
 def run(scale: str) -> str:
     sections = []
     summary = []
-    for label, bt, reps in (("big table", events_table(scale), pick(scale, 5, 5)),
+    for label, bt, reps in (("big table", events_table(scale), pick(scale, 5, 7)),
                             ("small files", small_files_table(scale), pick(scale, 7, 3))):
         res = measure(bt, reps)
         files = len(bt.data_paths())
