@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from icefloe.errors import DataFileError
 from icefloe.reader.context import ReadContext
-from icefloe.reader.split_reader import SplitReader
+from icefloe.reader.split_reader import MIN_RUN, SplitReader
 from icefloe.retry import NO_RETRY, RetryPolicy, is_transient
 from icefloe.splits.split import FileSplit
 
@@ -59,8 +59,6 @@ class _Failure:
 
 DEFAULT_RUN_SPLITS = 256
 """Most splits one reader thread claims as a run."""
-
-_MIN_SCAN = 4  # fewer batchable splits than this are read split by split (a scan's setup)
 
 
 class _Progress:
@@ -220,7 +218,7 @@ def read_splits(
             assert isinstance(item, FileSplit)
             run = [item]
             # share what is fed between the readers; never wait for more
-            limit = min(run_splits, max(_MIN_SCAN, (feed.qsize() + 1) // parallelism))
+            limit = min(run_splits, max(MIN_RUN, (feed.qsize() + 1) // parallelism))
             records = item.record_count
             while len(run) < limit and records < run_records:
                 nxt = take(block=False)
@@ -307,7 +305,7 @@ def read_splits(
                 j = i
                 while j < len(run) and batchable[j]:
                     j += 1
-                if scanning and j - i >= _MIN_SCAN:
+                if scanning and j - i >= MIN_RUN:
                     go_on, stopped = scan(reader, run, progress, i, j, output)
                     if not go_on:
                         return False

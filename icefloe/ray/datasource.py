@@ -79,13 +79,12 @@ def read_task_blocks(split_blobs: Sequence[bytes], context: ReadContext,
             table = table.select(list(output_columns))
         return table
 
-    for blob in split_blobs:
-        for batch in reader.read(deserialize_split(blob)):
-            held.append(batch)
-            held_bytes += batch.nbytes
-            if held_bytes >= TARGET_BLOCK_BYTES:
-                yield block()
-                held, held_bytes = [], 0
+    for batch in reader.read_many(deserialize_split(blob) for blob in split_blobs):
+        held.append(batch)
+        held_bytes += batch.nbytes
+        if held_bytes >= TARGET_BLOCK_BYTES:
+            yield block()
+            held, held_bytes = [], 0
     if held:
         yield block()
 

@@ -15,7 +15,7 @@ value :meth:`FileSplit.with_position` takes to resume.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -47,6 +47,9 @@ def _row_group_start(rg: Any) -> int:
 
 
 _PLAN_CACHE_SIZE = 64
+
+MIN_RUN = 4
+"""Fewer consecutive small whole files than this are read split by split (a run's set-up)."""
 
 _WIDEN = {pa.string(): pa.large_string(), pa.binary(): pa.large_binary()}
 
@@ -189,6 +192,46 @@ class SplitReader:
         if self._runs is None:
             self._runs = RunScanner(self)
         return self._runs.read_run(splits)
+
+    def read_many(self, splits: Iterable[FileSplit]) -> Iterator[pa.RecordBatch]:
+        """Non-empty batches of ``splits``, in order, on the calling thread (a Spark or Ray
+        read task; the local engine has its own runs, see :func:`icefloe.local.engine.read_splits`).
+
+        Runs of at least :data:`MIN_RUN` consecutive :meth:`can_batch` splits (small whole
+        files) go through :meth:`read_run` when :attr:`batch_runs`; the others through
+        :meth:`read`. If a run fails, its splits are read on one by one from where it
+        stopped (the split it stopped in from its last offset): nothing is repeated or
+        skipped, and a broken file raises :meth:`read`'s typed error.
+
+        Raises:
+            DataFileError: a data or delete file is missing, unreadable or not Parquet.
+        """
+        run: list[FileSplit] = []
+        for split in splits:
+            if self.batch_runs and self.can_batch(split):
+                run.append(split)
+                continue
+            yield from self._read_run_or_each(run)
+            run = []
+            yield from self.read(split)
+        yield from self._read_run_or_each(run)
+
+    def _read_run_or_each(self, run: list[FileSplit]) -> Iterator[pa.RecordBatch]:
+        consumed = [0] * len(run)
+        last = 0  # split of the last item: the ones before it are complete
+        if len(run) >= MIN_RUN:
+            try:
+                for index, batch, offset in self.read_run(run):
+                    last, consumed[index] = index, offset
+                    if batch.num_rows:
+                        yield batch
+                return
+            except Exception as exc:  # read on split by split: typed errors, or success
+                log.debug("run of %d splits stopped in split %s (record %d); reading on "
+                          "split by split: %s: %s", len(run), run[last].split_id,
+                          consumed[last], type(exc).__name__, exc)
+        for split, offset in zip(run[last:], consumed[last:], strict=True):
+            yield from self.read(split.with_position(offset) if offset else split)
 
     def read(self, split: FileSplit) -> Iterator[pa.RecordBatch]:
         """Non-empty batches of ``split`` (from ``split.resume_rows`` on)."""

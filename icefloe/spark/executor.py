@@ -32,12 +32,13 @@ def read_splits(context_bytes: bytes, schema_json: str,
                 splits: Sequence[bytes]) -> Iterator[pa.RecordBatch]:
     """Read ``splits`` in order; yield non-empty batches in the Arrow layout Spark expects.
 
+    Small whole files are read in runs (:meth:`SplitReader.read_many`).
+
     Args:
         context_bytes: pickled ReadContext (built on the driver).
         schema_json: the DataFrame schema (``StructType.json()``).
         splits: serialized FileSplits.
     """
     reader, conform = _reader(context_bytes, schema_json)
-    for data in splits:
-        for batch in reader.read(deserialize_split(data)):
-            yield conform(batch)
+    for batch in reader.read_many(deserialize_split(data) for data in splits):
+        yield conform(batch)

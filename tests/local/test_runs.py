@@ -527,3 +527,56 @@ def test_groups_process_small_files_together(evolved: Evolved) -> None:
     want = _sequential(plan)
     for (_, batch, _), split in zip(items, splits, strict=True):
         assert pa.Table.from_batches([batch]).equals(want[split.split_id])
+
+
+def test_read_many_matches_split_by_split(evolved: Evolved, reads_runs: bool) -> None:
+    """The one-thread read of Spark and Ray tasks: the same rows in the same order as
+    split-by-split reads, deletes and filters included; small files go through runs."""
+    for options in ({}, {"filter": "n >= 3", "metadataColumns": "_pos,_file"}):
+        for snapshot in (evolved.all_appends, evolved.final):
+            plan = evolved.plan(snapshot, **options)
+            splits = list(plan.splits())
+            reader = _Recording(plan.context)
+            _Recording.runs, _Recording.singles = [], []
+            got = pa.Table.from_batches(list(reader.read_many(splits)),
+                                        schema=plan.context.arrow_schema)
+            want = _sequential(plan)
+            assert got.equals(pa.concat_tables([want[s.split_id] for s in splits]))
+            if snapshot == evolved.all_appends:
+                assert bool(_Recording.runs) == reads_runs
+
+
+def test_read_many_finishes_a_failed_run_split_by_split(evolved: Evolved) -> None:
+    """A run that fails mid-way goes on split by split from where it stopped."""
+    plan = evolved.plan(evolved.all_appends, batchSize="4")
+    splits = list(plan.splits())
+    _FailingOnce.victim, _FailingOnce.failed = splits[5].split_id, False
+    reader = _FailingOnce(plan.context)
+    got = pa.Table.from_batches(list(reader.read_many(splits)),
+                                schema=plan.context.arrow_schema)
+    assert _FailingOnce.where == "scan"
+    want = _sequential(plan)
+    assert got.equals(pa.concat_tables([want[s.split_id] for s in splits]))
+
+
+@pytest.mark.parametrize("damage", ["missing", "corrupt"])
+def test_read_many_raises_the_typed_error_of_a_broken_file(tmp_path: Path, damage: str) -> None:
+    catalog = make_catalog(tmp_path)
+    _, all_appends, _ = _build(catalog, "db.evolved", equality=True)
+    plan = IcebergSource("db.evolved", catalog=catalog,
+                         options={"snapshotId": str(all_appends)}).bounded_plan()
+    splits = list(plan.splits())
+    want = _sequential(plan)  # before the damage
+    path = splits[4].file_path.removeprefix("file://")
+    if damage == "missing":
+        os.remove(path)
+    else:
+        with open(path, "r+b") as f:
+            f.truncate(100)
+    got: list[pa.RecordBatch] = []
+    with pytest.raises(DataFileError) as info:
+        for batch in SplitReader(plan.context).read_many(splits):
+            got.append(batch)
+    assert splits[4].file_path in str(info.value)
+    assert pa.Table.from_batches(got, schema=plan.context.arrow_schema).equals(
+        pa.concat_tables([want[s.split_id] for s in splits[:4]]))
