@@ -29,6 +29,7 @@ from benchmarks.common import (
     md_table,
     median,
     pick,
+    small_files_table,
 )
 
 TARGET = 1.5
@@ -119,10 +120,53 @@ class _Files:
         return Files()
 
 
+def measure_small(scale: str, runs: int, cpus: int) -> str:
+    """icefloe and ``read_iceberg`` interleaved on the small-files table (quick 1,000, full
+    10,000 files of 500 rows); markdown. Starts and shuts down a local Ray."""
+    import ray
+
+    import icefloe.ray
+
+    bench = small_files_table(scale)
+    catalog = bench.catalog()
+    props = {"name": "bench", "type": "sql", **catalog.properties}
+    ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False,
+             object_store_memory=2 * 1024 * MIB)
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    try:
+        results = interleaved({
+            "icefloe.ray.read": lambda: icefloe.ray.read(
+                bench.identifier, catalog=catalog).materialize().count(),
+            "ray.data.read_iceberg": lambda: ray.data.read_iceberg(
+                table_identifier=bench.identifier, catalog_kwargs=props).materialize().count(),
+        }, reps=runs)
+    finally:
+        ray.shutdown()
+    counts = {n for timed in results.values() for _, n in timed}
+    assert len(counts) == 1, counts
+    rows = counts.pop()
+    medians = {name: median([s for s, _ in timed]) for name, timed in results.items()}
+    peer = medians["ray.data.read_iceberg"]
+    table = [[name, fmt_s(medians[name]), fmt_rate(rows / medians[name], " rows/s"),
+              f"{peer / medians[name]:.2f}x", ", ".join(fmt_s(s) for s, _ in results[name])]
+             for name in results]
+    files = len(bench.data_paths())
+    return "\n".join([
+        f"**small files** ({files:,} files, {rows:,} rows; median of {runs}, interleaved): "
+        f"icefloe.ray.read = **{peer / medians['icefloe.ray.read']:.2f}x** "
+        "`ray.data.read_iceberg`",
+        "",
+        md_table(["reader", "median", "throughput", "vs read_iceberg", "runs"], table),
+    ])
+
+
 def run(scale: str) -> str:
-    """The suite's entry: quick 2M rows in 4 files, full 20M rows in 20 files; 5 runs."""
+    """The suite's entry: quick 2M rows in 4 files, full 20M rows in 20 files (5 runs);
+    then the small-files table (quick 1,000 files, 3 runs; full 10,000, 2 runs)."""
     rows, files = pick(scale, (2_000_000, 4), (20_000_000, 20))
-    return measure(rows, files, runs=5, cpus=os.cpu_count() or 1, cache=f"events-{scale}")
+    cpus = os.cpu_count() or 1
+    big = measure(rows, files, runs=5, cpus=cpus, cache=f"events-{scale}")
+    return big + "\n\n" + measure_small(scale, runs=pick(scale, 3, 2), cpus=cpus)
 
 
 def main(argv: list[str] | None = None) -> int:
