@@ -62,7 +62,7 @@ def measure(rows: int, files: int, runs: int, cpus: int,
     paths = bench.data_paths()
 
     def ceiling() -> int:
-        ds = ray.data.read_datasource(_Files(paths),
+        ds = ray.data.read_datasource(_files_datasource(paths),
                                       override_num_blocks=icefloe.ray.default_num_blocks())
         return ds.materialize().count()
 
@@ -96,28 +96,26 @@ def measure(rows: int, files: int, runs: int, cpus: int,
     ])
 
 
-class _Files:
-    """The ceiling: a Ray datasource reading each file with ``pq.read_table`` (lazy
-    import of Ray's base class, so the module imports without Ray)."""
+def _files_datasource(paths: list[str]) -> Any:
+    """The ceiling: a Ray datasource reading each file with ``pq.read_table`` (Ray is
+    imported here, so the module imports without it)."""
+    import pyarrow.parquet as pq
+    from ray.data.block import BlockMetadata
+    from ray.data.datasource import Datasource, ReadTask
 
-    def __new__(cls, paths: list[str]) -> Any:
-        import pyarrow.parquet as pq
-        from ray.data.block import BlockMetadata
-        from ray.data.datasource import Datasource, ReadTask
+    def task(path: str) -> ReadTask:
+        meta = BlockMetadata(num_rows=None, size_bytes=None, exec_stats=None,
+                             input_files=[path])
+        return ReadTask(lambda: [pq.read_table(path)], meta)
 
-        def task(path: str) -> ReadTask:
-            meta = BlockMetadata(num_rows=None, size_bytes=None, exec_stats=None,
-                                 input_files=[path])
-            return ReadTask(lambda: [pq.read_table(path)], meta)
+    class Files(Datasource):
+        def estimate_inmemory_data_size(self) -> None:
+            return None
 
-        class Files(Datasource):
-            def estimate_inmemory_data_size(self) -> None:
-                return None
+        def get_read_tasks(self, parallelism: int, **kwargs: Any) -> list[ReadTask]:
+            return [task(p) for p in paths]
 
-            def get_read_tasks(self, parallelism: int, **kwargs: Any) -> list[ReadTask]:
-                return [task(p) for p in paths]
-
-        return Files()
+    return Files()
 
 
 def measure_small(scale: str, runs: int, cpus: int) -> str:

@@ -56,10 +56,6 @@ class FileOpener:
         fs, dir_path = cached
         return fs, f"{dir_path}/{name}"
 
-    def open(self, location: str) -> Any:
-        """A seekable Arrow input file for ``location`` (see :meth:`open_for_parquet`)."""
-        return self.open_for_parquet(location)[0]
-
     def open_for_parquet(self, location: str) -> tuple[Any, bool]:
         """A seekable Arrow input file for ``location`` and whether a Parquet reader
         should pre-buffer it.

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from icefloe.errors import DataFileError
+from icefloe.reader.runs import check_complete
 from icefloe.reader.split_reader import _column_indices
 from icefloe.splits.split import FileSplit
 
@@ -77,7 +78,7 @@ def read_group(reader: SplitReader, splits: Sequence[FileSplit]
                 consumed = 0
                 for batch, consumed in reader._read_open(split, pf, reader.context):
                     yield index, batch, consumed
-                _check_complete(split, consumed)
+                check_complete(split, consumed)
                 continue
             try:
                 batches = pf.read_all(_column_indices(pf, plan), use_threads=False).to_batches()
@@ -87,7 +88,7 @@ def read_group(reader: SplitReader, splits: Sequence[FileSplit]
                     f"{split.snapshot_id}: {type(exc).__name__}: {exc}") from exc
         finally:
             opened.close()
-        _check_complete(split, sum(b.num_rows for b in batches))
+        check_complete(split, sum(b.num_rows for b in batches))
         batches = [b for b in batches if b.num_rows]
         if not batches:
             continue  # no records: complete without an item (as a run scan does)
@@ -107,10 +108,3 @@ def read_group(reader: SplitReader, splits: Sequence[FileSplit]
         if pending_rows >= limit:
             yield from flush()
     yield from flush()
-
-
-def _check_complete(split: FileSplit, read: int) -> None:
-    if read != split.record_count:
-        raise DataFileError(
-            f"data file {split.file_path} of snapshot {split.snapshot_id} returned {read} "
-            f"of its {split.record_count} records")

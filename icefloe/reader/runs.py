@@ -56,6 +56,15 @@ def can_batch(split: FileSplit) -> bool:
             and split.length <= RUN_MAX_SPLIT_BYTES)
 
 
+def check_complete(split: FileSplit, read: int) -> None:
+    """Raise :class:`DataFileError` unless a run read all ``split.record_count`` records
+    (``read``) of the split's file."""
+    if read != split.record_count:
+        raise DataFileError(
+            f"data file {split.file_path} of snapshot {split.snapshot_id} returned {read} "
+            f"of its {split.record_count} records in a run")
+
+
 def same_fields(a: pa.Schema, b: pa.Schema) -> bool:
     """Same fields (names, types, nullability, field metadata such as Parquet field ids).
 
@@ -201,8 +210,5 @@ class RunScanner:
     @staticmethod
     def _complete(split: FileSplit, read: int, index: int) -> int:
         """Check that ``split`` (at ``index``) yielded all its records; the next index."""
-        if read != split.record_count:
-            raise DataFileError(
-                f"data file {split.file_path} of snapshot {split.snapshot_id} returned {read} "
-                f"of its {split.record_count} records in a run scan")
+        check_complete(split, read)
         return index + 1

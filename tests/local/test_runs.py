@@ -542,6 +542,9 @@ def test_read_many_matches_split_by_split(evolved: Evolved, reads_runs: bool) ->
                                         schema=plan.context.arrow_schema)
             want = _sequential(plan)
             assert got.equals(pa.concat_tables([want[s.split_id] for s in splits]))
+            data = [f.name for f in got.schema if not f.name.startswith("_")]
+            assert_same_rows(got.select(data),
+                             evolved.expected(snapshot, data, options.get("filter")))
             if snapshot == evolved.all_appends:
                 assert bool(_Recording.runs) == reads_runs
 
