@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import uuid
@@ -22,7 +23,11 @@ pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("ray_local"), *RAY_WARNIN
 
 
 class DirSink:
-    """Picklable sink run in the reader actors: one Parquet file per batch (duplicates kept)."""
+    """Picklable sink run in the reader actors: one Parquet file per batch (duplicates kept).
+
+    Writes a temporary file and renames it, as any sink must: an actor killed mid-write
+    leaves only a ``.tmp`` file, never a torn ``.parquet`` one.
+    """
 
     def __init__(self, directory: Path, delay_s: float = 0.0) -> None:
         self.directory = str(directory)
@@ -31,7 +36,9 @@ class DirSink:
     def __call__(self, item: icefloe.ray.RayStreamItem) -> None:
         time.sleep(self.delay_s)
         name = f"{item.split_id}-{item.consumed}-{uuid.uuid4().hex}.parquet"
-        pq.write_table(pa.Table.from_batches([item.batch]), f"{self.directory}/{name}")
+        temp = f"{self.directory}/{name}.tmp"
+        pq.write_table(pa.Table.from_batches([item.batch]), temp)
+        os.replace(temp, f"{self.directory}/{name}")
 
 
 def _ids_in(directory: Path) -> list[int]:
