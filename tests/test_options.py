@@ -26,7 +26,7 @@ def test_defaults_follow_the_design() -> None:
     assert (options.snapshot_id, options.as_of_timestamp_ms, options.ref) == (None, None, "main")
     assert options.batch_size == 65536
     assert options.split_size == 128 * MIB
-    assert options.split_open_file_cost == 4 * MIB
+    assert options.split_open_file_cost == 256 * 1024
     assert options.poll_interval_ms == 5000
     assert options.case_sensitive is True
     assert options.preserve_order is True
