@@ -179,7 +179,7 @@ def measure_small(scale: str, runs: int, cores: int = 2) -> str:
     # the native reader lists the one directory that holds exactly the table's files:
     # given the 10,000 paths one by one, Spark spends ~30 s planning (a lookup per path)
     directory = os.path.dirname(paths[0])
-    assert sorted(f"{directory}/{name}" for name in os.listdir(directory[len("file://"):])
+    assert sorted(os.path.join(directory, name) for name in os.listdir(directory)
                   ) == sorted(paths), "the small-files directory holds other files"
     spark = icefloe.spark.session(f"local[{cores}]", "icefloe-bench-small")
     spark.sparkContext.setLogLevel("ERROR")
