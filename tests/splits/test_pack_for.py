@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from icefloe.options import SourceOptions
 from icefloe.splits import pack, pack_for
 from tests.splits.test_sizing import _ids, _split
 
@@ -43,3 +44,15 @@ def test_order_and_coverage_kept(lengths: list[int], min_tasks: int) -> None:
     target = min(200, max(4, -(-total // min_tasks)))
     for task in tasks:  # a task over the reduced target holds one split
         assert len(task) == 1 or sum(max(s.weight, 4) for s in task) <= target
+
+
+def test_default_options_pack_small_files_into_few_tasks() -> None:
+    """With the default splitSize and splitOpenFileCost, 10,000 files of 30 KiB (the
+    benchmark's small files) make 20 tasks of up to 512 files, not Spark's 313 at 4 MiB: a
+    Python read task costs far more to start than a small file to open."""
+    options = SourceOptions.parse({})
+    small = [_split(i, 30 * 1024) for i in range(10_000)]
+    tasks = pack_for(small, options.split_size, options.split_open_file_cost, min_tasks=2)
+    assert [len(t) for t in tasks] == [512] * 19 + [272]
+    spark_like = pack_for(small, options.split_size, 4 * 1024 * 1024, min_tasks=2)
+    assert len(spark_like) == 313
