@@ -114,6 +114,16 @@ def contenders(spark: Any, bench: BenchTable,
             "PyIceberg to_arrow": pyiceberg}
 
 
+def _table(results: dict[str, list[tuple[float, Any]]],
+           rows: int) -> tuple[dict[str, float], list[list[str]]]:
+    """Median seconds per contender and the markdown rows (ratio against Spark native)."""
+    medians = {name: median([s for s, _ in timed]) for name, timed in results.items()}
+    native = medians["Spark native Parquet"]
+    return medians, [[name, fmt_s(medians[name]), fmt_rate(rows / medians[name], " rows/s"),
+                      f"{native / medians[name]:.2f}x",
+                      ", ".join(fmt_s(s) for s, _ in results[name])] for name in results]
+
+
 def measure(rows: int, files: int, runs: int, cores: int = 2,
             batch_size: int | None = None, cache: str | None = None) -> str:
     """Run the contenders interleaved on a ``rows``-row, ``files``-file table; the
@@ -141,11 +151,8 @@ def measure(rows: int, files: int, runs: int, cores: int = 2,
     for name, timed in results.items():
         counts = {n for _, n in timed if n is not None}
         assert counts <= {rows}, (name, counts)
-    medians = {name: median([s for s, _ in timed]) for name, timed in results.items()}
+    medians, table = _table(results, rows)
     native = medians["Spark native Parquet"]
-    table = [[name, fmt_s(medians[name]), fmt_rate(rows / medians[name], " rows/s"),
-              f"{native / medians[name]:.2f}x", ", ".join(fmt_s(s) for s, _ in results[name])]
-             for name in results]
     ratio = native / medians["icefloe on Spark"]
     ceiling = native / medians["PyArrow Python data source (ceiling)"]
     best = min(s for s, _ in results["Spark native Parquet"]) / min(
@@ -198,11 +205,8 @@ def measure_small(scale: str, runs: int, cores: int = 2) -> str:
         }, reps=runs)
     finally:
         spark.stop()
-    medians = {name: median([s for s, _ in timed]) for name, timed in results.items()}
+    medians, table = _table(results, rows)
     native = medians["Spark native Parquet"]
-    table = [[name, fmt_s(medians[name]), fmt_rate(rows / medians[name], " rows/s"),
-              f"{native / medians[name]:.2f}x", ", ".join(fmt_s(s) for s, _ in results[name])]
-             for name in results]
     ratio = native / medians["icefloe on Spark"]
     return "\n".join([
         f"**small files** ({len(paths):,} files, {rows:,} rows; median of {runs}, "
