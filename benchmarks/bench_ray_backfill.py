@@ -23,12 +23,10 @@ os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
 from benchmarks.common import (
     MIB,
     events_table_of,
-    fmt_rate,
-    fmt_s,
     interleaved,
     md_table,
-    median,
     pick,
+    ratio_rows,
     small_files_table,
 )
 
@@ -72,16 +70,13 @@ def measure(rows: int, files: int, runs: int, cpus: int,
                                "ceiling: read_table per file": ceiling}, reps=runs)
     finally:
         ray.shutdown()
-    medians = {name: median([s for s, _ in timed]) for name, timed in results.items()}
     for name, timed in results.items():
         counts = {n for _, n in timed}
         assert counts == {rows}, (name, counts)
+    medians, rows_table = ratio_rows(results, rows, "ray.data.read_iceberg")
     peer = medians["ray.data.read_iceberg"]
     ratio = peer / medians["icefloe.ray.read"]
     top = peer / medians["ceiling: read_table per file"]
-    rows_table = [[name, fmt_s(medians[name]), fmt_rate(rows / medians[name], " rows/s"),
-                   f"{peer / medians[name]:.2f}x",
-                   ", ".join(fmt_s(s) for s, _ in results[name])] for name in results]
     return "\n".join([
         f"- icefloe.ray.read = **{ratio:.2f}x** `ray.data.read_iceberg` throughput (target "
         f">= {TARGET}x: **{'met' if ratio >= TARGET else 'missed'}**); Ray Data's ceiling "
@@ -143,11 +138,8 @@ def measure_small(scale: str, runs: int, cpus: int) -> str:
     counts = {n for timed in results.values() for _, n in timed}
     assert len(counts) == 1, counts
     rows = counts.pop()
-    medians = {name: median([s for s, _ in timed]) for name, timed in results.items()}
+    medians, table = ratio_rows(results, rows, "ray.data.read_iceberg")
     peer = medians["ray.data.read_iceberg"]
-    table = [[name, fmt_s(medians[name]), fmt_rate(rows / medians[name], " rows/s"),
-              f"{peer / medians[name]:.2f}x", ", ".join(fmt_s(s) for s, _ in results[name])]
-             for name in results]
     files = len(bench.data_paths())
     return "\n".join([
         f"**small files** ({files:,} files, {rows:,} rows; median of {runs}, interleaved): "

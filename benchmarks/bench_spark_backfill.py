@@ -32,12 +32,10 @@ from pyspark.sql.types import StructType
 from benchmarks.common import (
     BenchTable,
     events_table_of,
-    fmt_rate,
-    fmt_s,
     interleaved,
     md_table,
-    median,
     pick,
+    ratio_rows,
     small_files_table,
 )
 
@@ -114,16 +112,6 @@ def contenders(spark: Any, bench: BenchTable,
             "PyIceberg to_arrow": pyiceberg}
 
 
-def _table(results: dict[str, list[tuple[float, Any]]],
-           rows: int) -> tuple[dict[str, float], list[list[str]]]:
-    """Median seconds per contender and the markdown rows (ratio against Spark native)."""
-    medians = {name: median([s for s, _ in timed]) for name, timed in results.items()}
-    native = medians["Spark native Parquet"]
-    return medians, [[name, fmt_s(medians[name]), fmt_rate(rows / medians[name], " rows/s"),
-                      f"{native / medians[name]:.2f}x",
-                      ", ".join(fmt_s(s) for s, _ in results[name])] for name in results]
-
-
 def measure(rows: int, files: int, runs: int, cores: int = 2,
             batch_size: int | None = None, cache: str | None = None) -> str:
     """Run the contenders interleaved on a ``rows``-row, ``files``-file table; the
@@ -151,7 +139,7 @@ def measure(rows: int, files: int, runs: int, cores: int = 2,
     for name, timed in results.items():
         counts = {n for _, n in timed if n is not None}
         assert counts <= {rows}, (name, counts)
-    medians, table = _table(results, rows)
+    medians, table = ratio_rows(results, rows, "Spark native Parquet")
     native = medians["Spark native Parquet"]
     ratio = native / medians["icefloe on Spark"]
     ceiling = native / medians["PyArrow Python data source (ceiling)"]
@@ -205,7 +193,7 @@ def measure_small(scale: str, runs: int, cores: int = 2) -> str:
         }, reps=runs)
     finally:
         spark.stop()
-    medians, table = _table(results, rows)
+    medians, table = ratio_rows(results, rows, "Spark native Parquet")
     native = medians["Spark native Parquet"]
     ratio = native / medians["icefloe on Spark"]
     return "\n".join([

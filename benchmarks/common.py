@@ -168,6 +168,17 @@ def md_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
+def ratio_rows(results: dict[str, list[tuple[float, Any]]], rows: int,
+               peer: str) -> tuple[dict[str, float], list[list[str]]]:
+    """The median seconds of each contender of :func:`interleaved`'s ``results`` and its
+    markdown rows: name, median, rows/s, throughput ratio against ``peer``, every run."""
+    medians = {name: median([s for s, _ in timed]) for name, timed in results.items()}
+    base = medians[peer]
+    return medians, [[name, fmt_s(medians[name]), fmt_rate(rows / medians[name], " rows/s"),
+                      f"{base / medians[name]:.2f}x",
+                      ", ".join(fmt_s(s) for s, _ in results[name])] for name in results]
+
+
 def verdict(ok: bool) -> str:
     return "**met**" if ok else "**missed**"
 

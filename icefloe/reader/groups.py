@@ -25,9 +25,8 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from icefloe.errors import DataFileError
 from icefloe.reader.runs import check_complete
-from icefloe.reader.split_reader import _column_indices
+from icefloe.reader.split_reader import _column_indices, read_failed
 from icefloe.splits.split import FileSplit
 
 if TYPE_CHECKING:
@@ -83,9 +82,7 @@ def read_group(reader: SplitReader, splits: Sequence[FileSplit]
             try:
                 batches = pf.read_all(_column_indices(pf, plan), use_threads=False).to_batches()
             except (OSError, pa.ArrowException) as exc:
-                raise DataFileError(
-                    f"failed reading data file {split.file_path} of snapshot "
-                    f"{split.snapshot_id}: {type(exc).__name__}: {exc}") from exc
+                raise read_failed(split, exc) from exc
         finally:
             opened.close()
         check_complete(split, sum(b.num_rows for b in batches))
@@ -94,11 +91,11 @@ def read_group(reader: SplitReader, splits: Sequence[FileSplit]
             continue  # no records: complete without an item (as a run scan does)
         if any(not b.schema.equals(plan.direct_source) for b in batches):
             yield from flush()  # a raw schema the fast path was not learned on
-            pos = 0
+            pos = 0  # first record of ``raw``
             for raw in batches:
+                batch = reader._process(raw, pos, split, plan, {}, None, [])
                 pos += raw.num_rows
-                yield index, reader._process(raw, pos - raw.num_rows, split, plan, {}, None,
-                                             []), pos
+                yield index, batch, pos
             continue
         if plan is not pending_plan:
             yield from flush()

@@ -96,6 +96,13 @@ def _widen_offsets(column: pa.Array, large: pa.DataType) -> pa.Array:
     return pa.Array.from_buffers(large, n, [validity, wide, data], column.null_count, start)
 
 
+def read_failed(split: FileSplit, exc: Exception) -> DataFileError:
+    """The typed error for an I/O or Arrow error ``exc`` while decoding ``split``'s file."""
+    return DataFileError(
+        f"failed reading data file {split.file_path} of snapshot {split.snapshot_id}: "
+        f"{type(exc).__name__}: {exc}")
+
+
 # below this many bytes a split decodes on the calling thread: for small files Arrow's
 # per-column thread tasks cost more than they save (the engine already runs readers in parallel)
 _THREADED_DECODE_BYTES = 1024 * 1024
@@ -334,10 +341,7 @@ class SplitReader:
         except DataFileError:
             raise
         except (OSError, pa.ArrowException) as exc:
-            raise DataFileError(
-                f"failed reading data file {split.file_path} of snapshot {split.snapshot_id}: "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
+            raise read_failed(split, exc) from exc
         finally:
             opened.close()
 
