@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Operation, Snapshot
 from pyiceberg.typedef import Record
 
+from tests.helpers.seaweed import SeaweedFS, SeaweedUnavailable
 from tests.helpers.tables import _commit, make_catalog
 
 
@@ -102,3 +104,20 @@ def append_partitioned(table: Table, data: pa.Table) -> Snapshot:
         files.append(data_file)
     return _commit(table, Operation.APPEND, add=files)
 
+
+
+@pytest.fixture(scope="session")
+def seaweed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedFS]:
+    """A real SeaweedFS (S3 + Iceberg REST catalog) on loopback for the whole test session.
+
+    Skips (with the reason) only where the ``weed`` binary cannot start.
+    """
+    server = SeaweedFS(tmp_path_factory.mktemp("seaweed"))
+    try:
+        server.start()
+    except SeaweedUnavailable as exc:
+        pytest.skip(f"SeaweedFS cannot start here: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()
