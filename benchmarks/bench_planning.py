@@ -2,8 +2,9 @@
 
 Synthetic manifests (PyIceberg's manifest writer, 2,000 entries per manifest with
 column stats for 5 columns; the data files do not exist). Each measurement runs in a
-fresh subprocess that reports its wall time and its peak RSS above the baseline taken
-after imports and table-metadata load. icefloe iterates
+fresh subprocess that reports its wall time and its peak RSS (``VmHWM``, reset after
+imports and table-metadata load; not ``ru_maxrss``, which a child inherits from its parent)
+above the baseline RSS taken at that point. icefloe iterates
 ``TableSplitPlanner.plan_snapshot(snapshot)`` keeping no split; PyIceberg runs
 ``table.scan().plan_files()`` (which returns a list). Runs alternate between the two.
 Targets: icefloe >= 3x faster; enumerator peak < 300 MB over baseline.
@@ -21,6 +22,7 @@ from benchmarks.common import (
     median,
     peak_rss_mb,
     pick,
+    reset_peak_rss,
     rss_mb,
     run_child,
     synthetic_table,
@@ -38,8 +40,9 @@ def _child(contender: str, n_files: int) -> None:
     st = synthetic_table(n_files, 2)
     table = st.static()
     snapshot = table.metadata.snapshot_by_id(st.new_id)
+    peak_before = peak_rss_mb()  # imports and metadata load
+    reset_peak_rss()
     base = rss_mb()
-    peak_before = peak_rss_mb()
     start = time.perf_counter()
     if contender == "icefloe":
         planner = TableSplitPlanner(table.metadata, table.io, table.schema(), None, True,

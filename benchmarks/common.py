@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parent
-DATA_DIR = ROOT / "data"
+DATA_DIR = Path(os.environ.get("ICEFLOE_BENCH_DATA", ROOT / "data"))
 SCALES = ("quick", "full")
 MIB = 1024 * 1024
 CACHE_VERSION = "v1"
@@ -105,13 +105,35 @@ def rss_mb() -> float:
 
 
 def peak_rss_mb() -> float:
-    """Peak resident set size of this process so far, MiB (``ru_maxrss`` is KiB on Linux)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """Peak resident set size of this process, MiB: ``VmHWM`` of ``/proc/self/status``.
+
+    Not ``ru_maxrss``: Linux carries ``ru_maxrss`` across fork+exec, so a child started by a
+    big parent reports the parent's size as its own peak (that invented a 373 MB
+    "regression" in the planning benchmark). ``VmHWM`` belongs to the process's own memory
+    map, which exec replaces, and :func:`reset_peak_rss` can reset it.
+    """
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024  # kB
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # not Linux
+
+
+def reset_peak_rss() -> bool:
+    """Reset this process's ``VmHWM`` to its current RSS (``echo 5 > /proc/self/clear_refs``,
+    Linux >= 4.0), so the next :func:`peak_rss_mb` is the peak of what runs after this call.
+    Returns False where the kernel does not allow it (the peak then includes start-up)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        return False
+    return True
 
 
 def run_child(module: str, *args: str, timeout: float = 1800) -> dict[str, Any]:
     """Run ``python -m module --child args...`` in a fresh process; parse its last stdout
-    line as JSON (the child measures its own time and ``ru_maxrss``)."""
+    line as JSON (the child measures its own time and peak RSS, see :func:`peak_rss_mb`)."""
     proc = subprocess.run(
         [sys.executable, "-m", module, "--child", *args], cwd=ROOT.parent,
         capture_output=True, text=True, timeout=timeout, check=False,
