@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyarrow._parquet import ParquetReader
-from pyiceberg.io.pyarrow import _to_requested_schema, expression_to_pyarrow, pyarrow_to_schema
+from pyiceberg.io.pyarrow import expression_to_pyarrow, pyarrow_to_schema
 from pyiceberg.schema import Schema, prune_columns
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import ListType, MapType
@@ -32,6 +32,7 @@ from icefloe.errors import DataFileError
 from icefloe.reader.context import ReadContext
 from icefloe.reader.deletes import DeleteLoader, equality_keep_mask
 from icefloe.reader.files import FileOpener
+from icefloe.reader.projection import to_requested_schema
 from icefloe.reader.runs import RunScanner, can_batch
 from icefloe.splits.split import FileSplit
 
@@ -133,7 +134,7 @@ def _column_indices(pf: ParquetReader, plan: _FilePlan) -> list[int] | None:
 class _FilePlan:
     """How to project the files of one Arrow schema (cached per reader; see ``_file_plan``).
 
-    ``direct_schema`` is learned on the first batch: the schema ``_to_requested_schema``
+    ``direct_schema`` is learned on the first batch: the schema ``to_requested_schema``
     produced when that equalled the batch's own schema (then later batches of the same
     raw schema, ``direct_source``, only relabel their columns with it), else None (always
     convert). ``fast`` then holds the output schema and per-column casts that take such a
@@ -414,11 +415,10 @@ class SplitReader:
                 and raw.schema.equals(plan.direct_source):
             return pa.RecordBatch.from_arrays(raw.columns, schema=plan.direct_schema)
         ctx = self.context
-        batch = _to_requested_schema(
+        batch = to_requested_schema(
             plan.read_schema, plan.file_project, raw,
             downcast_ns_timestamp_to_us=ctx.format_version <= 2,
             projected_missing_fields=missing,
-            allow_timestamp_tz_mismatch=True,
         )
         if not plan.direct_checked and not plan.missing_ids:
             plan.direct_checked = True
