@@ -63,7 +63,9 @@ def test_none_values_are_ignored() -> None:
         ("split-size", "splitSize", "100", "split_size", 100),
         ("file-open-cost", "splitOpenFileCost", "5", "split_open_file_cost", 5),
         ("case-sensitive", "caseSensitive", "false", "case_sensitive", False),
-        ("streaming-skip-delete-snapshots", "ignoreDeletes", "true", "ignore_deletes", True),
+        ("streaming-skip-delete-snapshots", "skipDeletes", "true", "skip_deletes", True),
+        ("streaming-skip-overwrite-snapshots", "skipOverwrites", "true", "skip_overwrites", True),
+        ("monitor-interval", "pollIntervalMs", "2min", "poll_interval_ms", 120_000),
     ],
 )
 def test_aliases_resolve_to_the_canonical_option(

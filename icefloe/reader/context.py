@@ -46,6 +46,8 @@ class ReadContext:
         specs_json: (spec id, spec JSON) of every partition spec of the table.
         name_mapping_json: ``schema.name-mapping.default`` for files without field ids.
         format_version: table format version.
+        columns_in_table_order: ``columns`` came as PyIceberg's ``selected_fields``, which
+            keeps the table's column order (else the order asked).
     """
 
     schema_json: str
@@ -59,6 +61,7 @@ class ReadContext:
     name_mapping_json: str | None
     format_version: int
     location: str = ""
+    columns_in_table_order: bool = False
 
     @classmethod
     def create(cls, metadata: TableMetadata, io: FileIO, schema: Schema,
@@ -80,6 +83,7 @@ class ReadContext:
             name_mapping_json=metadata.properties.get("schema.name-mapping.default"),
             format_version=metadata.format_version,
             location=metadata.location,
+            columns_in_table_order=options.columns_in_table_order,
         )
         context.projected_schema  # noqa: B018 - validate the column names now
         context.bound_filter  # noqa: B018
@@ -95,15 +99,28 @@ class ReadContext:
 
     @functools.cached_property
     def projected_schema(self) -> Schema:
+        """The read's columns: the schema's top-level columns in ``columns``' order (nested
+        fields named like ``s.a`` keep their struct's place at its first mention), or the
+        whole schema."""
         if self.columns is None:
             return self.schema
         try:
-            return self.schema.select(*self.columns, case_sensitive=self.case_sensitive)
+            selected = self.schema.select(*self.columns, case_sensitive=self.case_sensitive)
+            # top-level columns in the order asked (as Spark's select), first mention wins
+            order: dict[int, int] = {}
+            for name in self.columns:
+                top = self.schema.select(name, case_sensitive=self.case_sensitive).fields[0]
+                order.setdefault(top.field_id, len(order))
         except ValueError as exc:
             names = ", ".join(f.name for f in self.schema.fields)
             raise InvalidOptionError(
                 "columns", f"{exc}; the table's columns are {names}"
             ) from exc
+        if self.columns_in_table_order:  # PyIceberg's selected_fields
+            return selected
+        fields = sorted(selected.fields, key=lambda f: order[f.field_id])
+        return Schema(*fields, schema_id=selected.schema_id,
+                      identifier_field_ids=selected.identifier_field_ids)
 
     @functools.cached_property
     def bound_filter(self) -> BooleanExpression:
@@ -155,7 +172,7 @@ class ReadContext:
         # drop cached (unpicklable / large) properties; they are rebuilt on the worker
         names = ("schema_json", "columns", "filter", "case_sensitive", "batch_size",
                  "metadata_columns", "io_properties", "specs_json", "name_mapping_json",
-                 "format_version", "location")
+                 "format_version", "location", "columns_in_table_order")
         return {n: self.__dict__[n] for n in names}
 
     def __setstate__(self, state: dict[str, object]) -> None:

@@ -86,3 +86,31 @@ def test_projected_nested_columns_keep_nulls(module_catalog: SqlCatalog, nested:
     expected = expected_rows(nested).select(["mol", "id", "nested"])
     actual = _source(module_catalog, columns="mol,id,nested").to_arrow()
     assert_same_rows(actual, expected)
+
+
+def test_columns_in_the_order_asked_on_every_local_path(module_catalog: SqlCatalog,
+                                                        nested: Table, tmp_path: object) -> None:
+    """``columns`` orders as Spark's select (metadata columns after them); PyIceberg's
+    ``selected_fields`` alias keeps PyIceberg's own order, the table's."""
+    expected = expected_rows(nested).select(["lol", "id"])
+    options = {"columns": "lol,id", "metadataColumns": "_pos,_file"}
+    plan = _source(module_catalog, **options).bounded_plan()
+    assert plan.context.arrow_schema.names == ["lol", "id", "_pos", "_file"]
+    reader = SplitReader(plan.context)
+    for batches in ([b for s in plan.splits() for b in reader.read(s)],
+                    list(_source(module_catalog, **options).read(parallelism=2))):
+        got = pa.Table.from_batches(batches)
+        assert got.column_names == ["lol", "id", "_pos", "_file"]
+        assert_same_rows(got.select(["lol", "id"]), expected)
+    with _source(module_catalog, pollIntervalMs="10", **options).stream(
+            checkpoint=str(tmp_path), parallelism=2) as stream:
+        item = next(iter(stream))
+        assert item.batch.schema.names == ["lol", "id", "_pos", "_file"]
+    theirs = nested.scan(selected_fields=("lol", "id")).to_arrow()
+    ours = _source(module_catalog, selected_fields="lol,id").to_arrow()
+    assert ours.column_names == theirs.column_names == ["id", "lol"]
+    # the filter's column read but not returned; nested names keep their struct's place
+    got = _source(module_catalog, columns="nested.inner,id", filter="id >= 300").to_arrow()
+    assert got.column_names == ["nested", "id"]
+    assert sorted(got.column("id").to_pylist()) == sorted(
+        i for i in expected.column("id").to_pylist() if i >= 300)
