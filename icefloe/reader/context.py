@@ -18,8 +18,9 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema, prune_columns
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.name_mapping import NameMapping, parse_mapping_from_json
+from pyiceberg.types import GeographyType, GeometryType, IcebergType, UnknownType
 
-from icefloe.errors import InvalidOptionError
+from icefloe.errors import InvalidOptionError, UnsupportedTypeError
 from icefloe.options import SourceOptions
 
 METADATA_FIELDS: dict[str, pa.DataType] = {
@@ -28,6 +29,27 @@ METADATA_FIELDS: dict[str, pa.DataType] = {
     "_file": pa.string(),
     "_pos": pa.int64(),
 }
+
+
+UNSUPPORTED_TYPES: tuple[type[IcebergType], ...] = (UnknownType, GeometryType, GeographyType)
+"""Iceberg v3 types icefloe does not read yet (``variant`` PyIceberg 0.12 cannot even parse:
+loading such a table fails with a CatalogError naming the type)."""
+
+
+def check_readable(read_schema: Schema, table_schema: Schema) -> None:
+    """Fail fast when a column the read needs has a type icefloe cannot read.
+
+    Raises:
+        UnsupportedTypeError: naming the first such column (full name) and its type.
+    """
+    for field_id in sorted(read_schema.field_ids):
+        field_type = read_schema.find_type(field_id)
+        if isinstance(field_type, UNSUPPORTED_TYPES):
+            name = table_schema.find_column_name(field_id) or str(field_id)
+            raise UnsupportedTypeError(
+                name, str(field_type),
+                f"column {name!r} has type {field_type}, which icefloe cannot read yet; "
+                "leave it out with the columns option (and out of the filter)")
 
 
 @dataclass(frozen=True)
@@ -87,6 +109,7 @@ class ReadContext:
         )
         context.projected_schema  # noqa: B018 - validate the column names now
         context.bound_filter  # noqa: B018
+        check_readable(context.read_schema(), schema)
         return context
 
     def __repr__(self) -> str:  # io_properties may carry secrets

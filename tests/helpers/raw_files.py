@@ -28,10 +28,12 @@ from pyiceberg.typedef import Record
 from tests.helpers.tables import _commit
 
 
-def write_raw(table: Table, rows: list[dict[str, object]]) -> DataFile:
-    """One Parquet data file of ``rows`` in ``table``'s current schema (unpartitioned)."""
+def write_raw(table: Table, rows: list[dict[str, object]],
+              arrow_schema: pa.Schema | None = None) -> DataFile:
+    """One Parquet data file of ``rows`` in ``table``'s current schema (unpartitioned), or
+    in ``arrow_schema`` (with its Parquet field ids) when given."""
     schema = table.schema()
-    data = pa.Table.from_pylist(rows, schema=schema_to_pyarrow(schema))
+    data = pa.Table.from_pylist(rows, schema=arrow_schema or schema_to_pyarrow(schema))
     path = table.location_provider().new_data_location(f"{uuid.uuid4()}.parquet")
     with table.io.new_output(path).create(overwrite=True) as stream:
         pq.write_table(data, stream)
@@ -50,6 +52,7 @@ def write_raw(table: Table, rows: list[dict[str, object]]) -> DataFile:
     return data_file
 
 
-def append_raw(table: Table, rows: list[dict[str, object]]) -> Snapshot:
+def append_raw(table: Table, rows: list[dict[str, object]],
+               arrow_schema: pa.Schema | None = None) -> Snapshot:
     """Append ``rows`` to ``table`` as one file written by :func:`write_raw`; one snapshot."""
-    return _commit(table, Operation.APPEND, add=[write_raw(table, rows)])
+    return _commit(table, Operation.APPEND, add=[write_raw(table, rows, arrow_schema)])
