@@ -22,7 +22,8 @@ Mode = Literal["bounded", "continuous"]
 KIB = 1024
 MIB = 1024 * KIB
 MAX_UNSIGNED_64 = 2**64 - 1
-METADATA_COLUMNS = ("_snapshot_id", "_sequence_number", "_file", "_pos")
+METADATA_COLUMNS = ("_snapshot_id", "_sequence_number", "_file", "_pos", "_row_id",
+                    "_last_updated_sequence_number")
 LINEAGE_STRATEGIES = ("fail", "restartFromStart", "restartFromHead")
 
 # canonical name -> (aliases, modes it belongs to)

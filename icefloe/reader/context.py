@@ -28,7 +28,14 @@ METADATA_FIELDS: dict[str, pa.DataType] = {
     "_sequence_number": pa.int64(),
     "_file": pa.string(),
     "_pos": pa.int64(),
+    "_row_id": pa.int64(),
+    "_last_updated_sequence_number": pa.int64(),
 }
+NULLABLE_METADATA = frozenset({"_row_id"})
+"""Metadata columns that may be null: ``_row_id`` of rows without row lineage (a table
+before v3, or a snapshot from before its upgrade to v3)."""
+ROW_LINEAGE_FIELD_IDS = {"_row_id": 2147483540, "_last_updated_sequence_number": 2147483539}
+"""The reserved field ids of the row lineage columns a v3 data file may store."""
 
 
 UNSUPPORTED_TYPES: tuple[type[IcebergType], ...] = (UnknownType, GeometryType, GeographyType)
@@ -188,7 +195,8 @@ class ReadContext:
 
         base = schema_to_pyarrow(self.projected_schema, include_field_ids=False)
         for name in self.metadata_columns:
-            base = base.append(pa.field(name, METADATA_FIELDS[name], nullable=False))
+            base = base.append(pa.field(name, METADATA_FIELDS[name],
+                                        nullable=name in NULLABLE_METADATA))
         return base
 
     def __getstate__(self) -> dict[str, object]:

@@ -21,9 +21,11 @@ from pyiceberg.io.pyarrow import (
     schema_to_pyarrow,
 )
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Operation, Snapshot
 from pyiceberg.typedef import Record
+from pyiceberg.types import LongType, NestedField
 
 from tests.helpers.tables import _commit
 
@@ -39,9 +41,15 @@ def write_raw(table: Table, rows: list[dict[str, object]],
         pq.write_table(data, stream)
     with table.io.new_input(path).open() as stream:
         metadata = pq.read_metadata(stream)
+    # long columns beyond the schema (stored row lineage) get statistics like the others
+    known = set(parquet_path_to_id_mapping(schema))
+    extra = [NestedField(int(f.metadata[b"PARQUET:field_id"]), f.name, LongType(),
+                         required=False)
+             for f in data.schema if f.name not in known and pa.types.is_int64(f.type)]
+    stats_schema = Schema(*schema.fields, *extra) if extra else schema
     stats = data_file_statistics_from_parquet_metadata(
-        metadata, compute_statistics_plan(schema, table.properties),
-        parquet_path_to_id_mapping(schema))
+        metadata, compute_statistics_plan(stats_schema, table.properties),
+        parquet_path_to_id_mapping(stats_schema))
     data_file = DataFile.from_args(
         content=DataFileContent.DATA, file_path=path, file_format=FileFormat.PARQUET,
         partition=Record(), file_size_in_bytes=len(table.io.new_input(path)),
