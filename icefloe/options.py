@@ -88,7 +88,9 @@ ALIASES: dict[str, str] = {
 ALIASES.update(_DURATION_ALIASES)
 
 ALIAS_ORIGINS: dict[str, tuple[str, str]] = {
-    "versionAsOf": ("Delta; Iceberg Spark", "the snapshot (Delta: table version) to read"),
+    "versionAsOf": ("Delta; Iceberg Spark", "the snapshot (Delta: table version) to read; "
+                    "a snapshot id only (Iceberg Spark also takes a branch or tag name: "
+                    "use ref)"),
     "snapshot-id": ("Iceberg Spark and Flink", "the snapshot to read"),
     "timestampAsOf": ("Delta; Iceberg Spark", "the newest snapshot at or before this time"),
     "as-of-timestamp": ("Iceberg Spark and Flink", "the newest snapshot at or before this "
