@@ -134,3 +134,22 @@ def test_upgraded_table_without_row_ids(module_catalog: SqlCatalog, v2: Table) -
     lineage = _lineage(got)
     assert lineage == _oracle(table)
     assert lineage[0] == (None, 1) and lineage[20] == (100, 1) and lineage[21] == (None, 3)
+
+
+def test_stream_carries_row_lineage(module_catalog: SqlCatalog, v2: Table,
+                                    tmp_path: object) -> None:
+    """A stream (head scan, then each new snapshot) plans through the same lineage reads."""
+    table = as_v3(module_catalog, v2, "db.lineage_stream", row_lineage=True)
+    expected = _oracle(table)
+    for options in ({}, {"startingVersion": "earliest"}):
+        got: list[pa.RecordBatch] = []
+        source = IcebergSource("db.lineage_stream", catalog=module_catalog,
+                               options={"metadataColumns": COLUMNS, "pollIntervalMs": "10",
+                                        **options})
+        with source.stream(checkpoint=f"{tmp_path}/{len(options)}", parallelism=2) as stream:
+            for item in stream:
+                got.append(item.batch)
+                item.ack()
+                if sum(b.num_rows for b in got) >= len(expected):
+                    break
+        assert _lineage(pa.Table.from_batches(got)) == expected
