@@ -30,6 +30,7 @@ from icefloe.errors import (
     StreamClosedError,
     TableNotFoundError,
     TableReplacedError,
+    UnsupportedTypeError,
 )
 
 if TYPE_CHECKING:
@@ -88,6 +89,7 @@ __all__ = [
     "StreamClosedError",
     "TableNotFoundError",
     "TableReplacedError",
+    "UnsupportedTypeError",
     "deserialize_split",
     "serialize_split",
 ]

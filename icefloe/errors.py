@@ -22,6 +22,7 @@ The hierarchy::
     │   ├── CheckpointCorruptError               checksum / decode failure
     │   ├── CheckpointVersionError               written by a newer icefloe
     │   └── CheckpointMismatchError              a checkpoint of another table or ref
+    ├── UnsupportedTypeError                     a column of a type icefloe cannot read yet
     ├── EngineError                              an engine (Spark / Ray) adapter problem
     └── StreamClosedError                        the stream was stopped
 """
@@ -51,6 +52,7 @@ __all__ = [
     "StreamClosedError",
     "TableNotFoundError",
     "TableReplacedError",
+    "UnsupportedTypeError",
 ]
 
 
@@ -150,6 +152,21 @@ class CheckpointVersionError(CheckpointError):
 
 class CheckpointMismatchError(CheckpointError):
     """A checkpoint belongs to another table, table incarnation or ref."""
+
+
+class UnsupportedTypeError(IcefloeError):
+    """A column the read needs has a type icefloe cannot read (yet): raised at planning,
+    before any data is read, never wrong data.
+
+    Attributes:
+        column: the column's full name (``s.inner.geo`` for a nested field).
+        type_name: its Iceberg type (``geometry``, ``unknown``, ...).
+    """
+
+    def __init__(self, column: str, type_name: str, message: str) -> None:
+        super().__init__(message)
+        self.column = column
+        self.type_name = type_name
 
 
 class EngineError(IcefloeError):

@@ -22,7 +22,8 @@ Mode = Literal["bounded", "continuous"]
 KIB = 1024
 MIB = 1024 * KIB
 MAX_UNSIGNED_64 = 2**64 - 1
-METADATA_COLUMNS = ("_snapshot_id", "_sequence_number", "_file", "_pos")
+METADATA_COLUMNS = ("_snapshot_id", "_sequence_number", "_file", "_pos", "_row_id",
+                    "_last_updated_sequence_number")
 LINEAGE_STRATEGIES = ("fail", "restartFromStart", "restartFromHead")
 
 # canonical name -> (aliases, modes it belongs to)
@@ -39,9 +40,11 @@ OPTION_TABLE: dict[str, tuple[tuple[str, ...], tuple[Mode, ...]]] = {
     "startingTimestamp": (("stream-from-timestamp",), _CONTINUOUS),
     "pollIntervalMs": (("updateCheckIntervalMillis", "monitor-interval"), _CONTINUOUS),
     "initialDelayMs": (("updateCheckDelayMillis",), _CONTINUOUS),
-    "ignoreDeletes": (("streaming-skip-delete-snapshots",), _BOTH),
+    "ignoreDeletes": ((), _BOTH),
     "ignoreChanges": ((), _BOTH),
-    "skipChangeCommits": (("streaming-skip-overwrite-snapshots",), _BOTH),
+    "skipChangeCommits": ((), _BOTH),
+    "skipDeletes": (("streaming-skip-delete-snapshots",), _BOTH),
+    "skipOverwrites": (("streaming-skip-overwrite-snapshots",), _BOTH),
     "onLineageBreak": ((), _CONTINUOUS),
     "failOnDataLoss": ((), _CONTINUOUS),
     "followRenames": ((), _CONTINUOUS),
@@ -62,17 +65,67 @@ OPTION_TABLE: dict[str, tuple[tuple[str, ...], tuple[Mode, ...]]] = {
     "maxAttempts": ((), _BOTH),
     "retryBackoffMs": ((), _BOTH),
 }
-# `start-snapshot-id` means startSnapshotId (exclusive) in a bounded read and
-# startingVersion in a stream: it is resolved when the mode is known.
+# `start-snapshot-id` means startSnapshotId (exclusive) in a bounded read, as Iceberg
+# Spark's incremental read, and startingVersion (inclusive) in a stream, as Iceberg Flink's
+# INCREMENTAL_FROM_SNAPSHOT_ID: it is resolved when the mode is known. Both those sources
+# read append snapshots only and pass over every other one silently, so the alias also
+# sets ``appends_only`` (see ALIAS_ORIGINS).
 _MODE_ALIASES: dict[str, dict[Mode, str]] = {
     "start-snapshot-id": {"bounded": "startSnapshotId", "continuous": "startingVersion"},
 }
 # seconds-valued alias of the Nessie incremental design
 _SECONDS_ALIASES = {"pollInterval": "pollIntervalMs"}
+# Flink Duration-valued alias ("60s", "500ms", "2min"; a bare number is milliseconds)
+_DURATION_ALIASES = {"monitor-interval": "pollIntervalMs"}
+_DURATION_UNITS_MS = {"ms": 1, "s": 1000, "min": 60_000, "m": 60_000, "h": 3_600_000,
+                      "d": 86_400_000}
+# aliases that also set ``appends_only`` (the source they come from reads appends only)
+_APPENDS_ONLY_ALIASES = frozenset({"start-snapshot-id", "end-snapshot-id"})
 
 ALIASES: dict[str, str] = {
     alias: canonical for canonical, (aliases, _) in OPTION_TABLE.items() for alias in aliases
 }
+ALIASES.update(_DURATION_ALIASES)
+
+ALIAS_ORIGINS: dict[str, tuple[str, str]] = {
+    "versionAsOf": ("Delta; Iceberg Spark", "the snapshot (Delta: table version) to read; "
+                    "a snapshot id only (Iceberg Spark also takes a branch or tag name: "
+                    "use ref)"),
+    "snapshot-id": ("Iceberg Spark and Flink", "the snapshot to read"),
+    "timestampAsOf": ("Delta; Iceberg Spark", "the newest snapshot at or before this time"),
+    "as-of-timestamp": ("Iceberg Spark and Flink", "the newest snapshot at or before this "
+                        "time, ms"),
+    "branch": ("Iceberg Spark and Flink", "the branch to read"),
+    "tag": ("Iceberg Spark and Flink", "the tag to read"),
+    "start-snapshot-id": ("Iceberg Spark (bounded); Iceberg Flink (stream)",
+                          "bounded: startSnapshotId, exclusive; stream: startingVersion, "
+                          "inclusive; both: appends only"),
+    "end-snapshot-id": ("Iceberg Spark and Flink", "endSnapshotId, inclusive; appends only"),
+    "startSnapshotID": ("icefloe (Nessie incremental design)", "startingVersion"),
+    "stream-from-timestamp": ("Iceberg Spark", "the changes of the first snapshot at or "
+                              "after this time"),
+    "updateCheckIntervalMillis": ("Delta Flink connector", "poll interval, ms"),
+    "monitor-interval": ("Iceberg Flink", "poll interval, a Flink duration"),
+    "pollInterval": ("icefloe (Nessie incremental design)", "poll interval, seconds"),
+    "updateCheckDelayMillis": ("Delta Flink connector", "delay before the first poll, ms"),
+    "streaming-skip-delete-snapshots": ("Iceberg Spark", "skipDeletes: skip delete "
+                                        "snapshots; an overwrite still fails"),
+    "streaming-skip-overwrite-snapshots": ("Iceberg Spark", "skipOverwrites: skip overwrite "
+                                           "snapshots; a delete still fails"),
+    "streaming-max-files-per-micro-batch": ("Iceberg Spark", "maxFilesPerTrigger"),
+    "streaming-max-rows-per-micro-batch": ("Iceberg Spark", "maxRowsPerTrigger"),
+    "streaming-max-bytes-per-micro-batch": ("icefloe (Iceberg Spark's spelling)",
+                                            "maxBytesPerTrigger"),
+    "streaming-max-snapshots-per-micro-batch": ("icefloe (Iceberg Spark's spelling)",
+                                                "maxSnapshotsPerTrigger"),
+    "selected_fields": ("PyIceberg scan", "columns, in the table's order"),
+    "row_filter": ("PyIceberg scan", "filter"),
+    "case-sensitive": ("Iceberg Flink", "caseSensitive"),
+    "parquetBatchSize": ("Delta Flink connector", "rows per batch"),
+    "split-size": ("Iceberg Spark and Flink", "target split size, bytes"),
+    "file-open-cost": ("Iceberg Spark", "minimum weight of a file when packing, bytes"),
+}
+"""Where each alias comes from and what it means there (and so here): the README's table."""
 
 
 def _parse_bool(name: str, value: Any) -> bool:
@@ -167,6 +220,12 @@ class SourceOptions:
     ignore_deletes: bool = False
     ignore_changes: bool = False
     skip_change_commits: bool = False
+    skip_deletes: bool = False
+    skip_overwrites: bool = False
+    appends_only: bool = False
+    """Read append snapshots only and pass over every other one silently, as Iceberg
+    Spark's incremental read and Iceberg Flink's incremental stream do: set by the
+    ``start-snapshot-id`` / ``end-snapshot-id`` aliases (never by a canonical option)."""
     on_lineage_break: str = "fail"
     fail_on_data_loss: bool = True
     follow_renames: bool = False
@@ -175,6 +234,9 @@ class SourceOptions:
     max_rows_per_trigger: int | None = None
     max_snapshots_per_trigger: int | None = None
     columns: tuple[str, ...] | None = None
+    columns_in_table_order: bool = False
+    """``columns`` came as PyIceberg's ``selected_fields``: the table's column order, as a
+    PyIceberg scan returns them (``columns`` itself keeps the order asked, as Spark's select)."""
     filter: str | None = None
     case_sensitive: bool = True
     batch_size: int = 65536
@@ -219,6 +281,9 @@ class SourceOptions:
             if key in _SECONDS_ALIASES:
                 canonical = _SECONDS_ALIASES[key]
                 value = _parse_int(key, value, minimum=0) * 1000
+            elif key in _DURATION_ALIASES:
+                canonical = _DURATION_ALIASES[key]
+                value = _parse_duration_ms(key, value)
             else:
                 canonical = ALIASES.get(key, key)
             if canonical not in OPTION_TABLE:
@@ -235,6 +300,10 @@ class SourceOptions:
             values[canonical] = value
         parsed = cls._convert(values)
         parsed["ref_kind"] = ref_kind
+        if "end-snapshot-id" in raw_keys(raw):
+            parsed["appends_only"] = True
+        if "selected_fields" in raw_keys(raw):
+            parsed["columns_in_table_order"] = True
         options = cls(
             **parsed,
             catalog_properties=tuple(sorted(catalog_props.items())),
@@ -257,8 +326,8 @@ class SourceOptions:
             elif name == "startingVersion":
                 out["starting_version"] = _parse_starting_version(name, value)
             elif name in ("ignoreDeletes", "ignoreChanges", "skipChangeCommits",
-                          "failOnDataLoss", "caseSensitive", "preserveOrder",
-                          "followRenames"):
+                          "skipDeletes", "skipOverwrites", "failOnDataLoss", "caseSensitive",
+                          "preserveOrder", "followRenames"):
                 out[_field_name(name)] = _parse_bool(name, value)
             elif name in ("pollIntervalMs", "initialDelayMs", "retryBackoffMs"):
                 out[_field_name(name)] = _parse_int(name, value, minimum=0)
@@ -304,12 +373,13 @@ class SourceOptions:
             raise InvalidOptionError(
                 "startingTimestamp", "cannot be combined with startingVersion; choose one"
             )
-        if self.ignore_changes and self.skip_change_commits:
-            raise InvalidOptionError(
-                "skipChangeCommits",
-                "cannot be combined with ignoreChanges (one emits the added files of overwrites, "
-                "the other skips them); choose one",
-            )
+        for skipper in ("skipChangeCommits", "skipOverwrites"):
+            if self.ignore_changes and skipper in self.given:
+                raise InvalidOptionError(
+                    skipper,
+                    "cannot be combined with ignoreChanges (one emits the added files of "
+                    "overwrites, the other skips them); choose one",
+                )
         if (self.start_snapshot_id is not None and self.end_snapshot_id is not None
                 and self.start_snapshot_id == self.end_snapshot_id):
             raise InvalidOptionError(
@@ -335,7 +405,8 @@ class SourceOptions:
                                          f"given twice (also as {alias!r}); give it once")
             converted = self._convert({canonical: text})
             resolved = dataclasses.replace(
-                resolved, **converted, given=resolved.given | {canonical}, pending_mode_aliases=()
+                resolved, **converted, given=resolved.given | {canonical}, pending_mode_aliases=(),
+                appends_only=resolved.appends_only or alias in _APPENDS_ONLY_ALIASES,
             )
         resolved._check_combinations()
         for name in sorted(resolved.given):
@@ -362,6 +433,22 @@ class SourceOptions:
         }
         keys = [k for k, _ in self.catalog_properties]
         return f"SourceOptions({set_fields}, catalog_properties={keys})"
+
+
+def raw_keys(raw: Mapping[str, Any] | None) -> set[str]:
+    """The keys of ``raw`` whose value is set (not None)."""
+    return {k for k, v in (raw or {}).items() if v is not None}
+
+
+def _parse_duration_ms(name: str, value: Any) -> int:
+    """A Flink duration (``500ms``, ``10s``, ``2min``, ``1h``; a bare number is ms) in ms."""
+    text = str(value).strip().lower().replace(" ", "")
+    digits = text.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = text[len(digits):] or "ms"
+    if not (digits.isascii() and digits.isdigit()) or unit not in _DURATION_UNITS_MS:
+        raise InvalidOptionError(
+            name, f"{value!r} is not a duration; give e.g. 500ms, 10s, 2min or milliseconds")
+    return int(digits) * _DURATION_UNITS_MS[unit]
 
 
 def _field_name(canonical: str) -> str:

@@ -63,7 +63,9 @@ def test_none_values_are_ignored() -> None:
         ("split-size", "splitSize", "100", "split_size", 100),
         ("file-open-cost", "splitOpenFileCost", "5", "split_open_file_cost", 5),
         ("case-sensitive", "caseSensitive", "false", "case_sensitive", False),
-        ("streaming-skip-delete-snapshots", "ignoreDeletes", "true", "ignore_deletes", True),
+        ("streaming-skip-delete-snapshots", "skipDeletes", "true", "skip_deletes", True),
+        ("streaming-skip-overwrite-snapshots", "skipOverwrites", "true", "skip_overwrites", True),
+        ("monitor-interval", "pollIntervalMs", "2min", "poll_interval_ms", 120_000),
     ],
 )
 def test_aliases_resolve_to_the_canonical_option(
@@ -279,3 +281,19 @@ def test_every_option_has_a_mode() -> None:
     for canonical, (_aliases, modes) in OPTION_TABLE.items():
         assert modes, canonical
         assert set(modes) <= {"bounded", "continuous"}
+
+
+def test_every_alias_has_its_origin_in_the_readme() -> None:
+    """Each alias (plain, mode-dependent, seconds- or duration-valued) is documented with
+    where it comes from, in ALIAS_ORIGINS and in the README's table, row for row."""
+    from pathlib import Path
+
+    from icefloe.options import _MODE_ALIASES, _SECONDS_ALIASES, ALIAS_ORIGINS, ALIASES
+
+    every = set(ALIASES) | set(_MODE_ALIASES) | set(_SECONDS_ALIASES)
+    assert every == set(ALIAS_ORIGINS)
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    for alias, (origin, meaning) in ALIAS_ORIGINS.items():
+        assert f"| {alias} | {origin} | {meaning} |" in readme
+    # each origin is a project, or icefloe's own spelling, never left blank
+    assert all(origin.strip() for origin, _ in ALIAS_ORIGINS.values())

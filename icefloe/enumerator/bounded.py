@@ -18,8 +18,9 @@ from pyiceberg.table.snapshots import Snapshot
 
 from icefloe.catalog.handle import TableHandle
 from icefloe.enumerator.lineage import snapshot_current_at, snapshots_between
-from icefloe.enumerator.planner import TableSplitPlanner
+from icefloe.enumerator.planner import SplitPlanner, TableSplitPlanner
 from icefloe.enumerator.policy import Action, decide
+from icefloe.enumerator.row_lineage import with_row_lineage
 from icefloe.errors import SnapshotNotFoundError
 from icefloe.options import SourceOptions
 from icefloe.reader.context import ReadContext
@@ -44,7 +45,7 @@ class BoundedPlan:
     start_snapshot_id_exclusive: int | None
     incremental: bool
     context: ReadContext
-    planner: TableSplitPlanner | None
+    planner: SplitPlanner | None
     options: SourceOptions
     handle: TableHandle
 
@@ -112,10 +113,10 @@ def plan_bounded(handle: TableHandle, options: SourceOptions) -> BoundedPlan:
         time_travel = handle.ref_type(options.ref) == "tag"
     schema = _schema_of(handle, snapshot, time_travel)
     context = ReadContext.create(handle.metadata, handle.io, schema, options)
-    planner = TableSplitPlanner(
+    planner = with_row_lineage(TableSplitPlanner(
         handle.metadata, handle.io, schema, options.filter, options.case_sensitive,
         options.split_size,
-    )
+    ), handle.io, options.metadata_columns, handle.metadata.format_version)
     log.info("bounded plan of %s: snapshot %s%s", handle.identifier,
              snapshot.snapshot_id if snapshot else None,
              f", after snapshot (exclusive) {start}" if incremental else "")

@@ -26,6 +26,7 @@ from icefloe.catalog.handle import TableHandle
 from icefloe.enumerator.lineage import snapshots_between
 from icefloe.enumerator.planner import SplitPlanner, TableSplitPlanner
 from icefloe.enumerator.policy import Action, decide, operation_of
+from icefloe.enumerator.row_lineage import with_row_lineage
 from icefloe.errors import (
     ExpiredPositionError,
     LineageBreakError,
@@ -173,9 +174,10 @@ class ContinuousEnumerator:
             if self.handle.metadata.metadata_log else id(self.handle.metadata)
         if self._planner is None or key != self._planner_key:
             schema = self.handle.metadata.schema()
-            self._planner = TableSplitPlanner(
+            self._planner = with_row_lineage(TableSplitPlanner(
                 self.handle.metadata, self.handle.io, schema, self.options.filter,
-                self.options.case_sensitive, self.options.split_size)
+                self.options.case_sensitive, self.options.split_size), self.handle.io,
+                self.options.metadata_columns, self.handle.metadata.format_version)
             self._planner_key = key
         return self._planner
 

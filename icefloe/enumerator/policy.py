@@ -1,11 +1,16 @@
 """The snapshot-kind policy table of the design: emit, emit added files, skip or fail.
 
-| operation | default | ignoreDeletes | ignoreChanges | skipChangeCommits |
-|-----------|---------|---------------|---------------|-------------------|
-| append    | emit    | emit          | emit          | emit              |
-| replace   | skip    | skip          | skip          | skip              |
-| delete    | fail    | skip          | skip          | skip              |
-| overwrite | fail    | fail          | emit added    | skip              |
+| op | default | ignoreDeletes | ignoreChanges | skipChangeCommits | skipDeletes | skipOverwrites |
+|-----------|---------|---------|------------|------|------|------|
+| append    | emit    | emit    | emit       | emit | emit | emit |
+| replace   | skip    | skip    | skip       | skip | skip | skip |
+| delete    | fail    | skip    | skip       | skip | skip | fail |
+| overwrite | fail    | fail    | emit added | skip | fail | skip |
+
+``skipDeletes`` / ``skipOverwrites`` are Iceberg Spark's ``streaming-skip-delete-snapshots``
+/ ``streaming-skip-overwrite-snapshots``: each skips its one operation only (Spark's
+``shouldProcess``). With ``appends_only`` (the ``start-snapshot-id`` / ``end-snapshot-id``
+aliases: Iceberg's incremental append scan) every snapshot but an append is passed over.
 """
 
 from __future__ import annotations
@@ -42,25 +47,27 @@ def decide(snapshot: Snapshot, options: SourceOptions) -> Action:
     op = operation_of(snapshot)
     if op == "append":
         return Action.EMIT
-    if op == "replace":
+    if op == "replace" or options.appends_only:
         return Action.SKIP
     if op == "delete":
-        if options.ignore_deletes or options.ignore_changes or options.skip_change_commits:
+        if options.ignore_deletes or options.ignore_changes or options.skip_change_commits \
+                or options.skip_deletes:
             return Action.SKIP
         raise SnapshotPolicyError(
             snapshot.snapshot_id, op,
             f"snapshot {snapshot.snapshot_id} is a delete; set ignoreDeletes=true (or "
-            "ignoreChanges / skipChangeCommits) to skip it",
+            "ignoreChanges / skipChangeCommits / skipDeletes) to skip it",
         )
     if op == "overwrite":
-        if options.skip_change_commits:
+        if options.skip_change_commits or options.skip_overwrites:
             return Action.SKIP
         if options.ignore_changes:
             return Action.EMIT
         raise SnapshotPolicyError(
             snapshot.snapshot_id, op,
             f"snapshot {snapshot.snapshot_id} is an overwrite; set ignoreChanges=true to emit "
-            "its added files (rows may repeat) or skipChangeCommits=true to skip it",
+            "its added files (rows may repeat), or skipOverwrites=true (or skipChangeCommits) "
+            "to skip it",
         )
     raise SnapshotPolicyError(
         snapshot.snapshot_id, op,

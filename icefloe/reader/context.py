@@ -18,8 +18,9 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema, prune_columns
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.name_mapping import NameMapping, parse_mapping_from_json
+from pyiceberg.types import GeographyType, GeometryType, IcebergType, UnknownType
 
-from icefloe.errors import InvalidOptionError
+from icefloe.errors import InvalidOptionError, UnsupportedTypeError
 from icefloe.options import SourceOptions
 
 METADATA_FIELDS: dict[str, pa.DataType] = {
@@ -27,7 +28,35 @@ METADATA_FIELDS: dict[str, pa.DataType] = {
     "_sequence_number": pa.int64(),
     "_file": pa.string(),
     "_pos": pa.int64(),
+    "_row_id": pa.int64(),
+    "_last_updated_sequence_number": pa.int64(),
 }
+NULLABLE_METADATA = frozenset({"_row_id"})
+"""Metadata columns that may be null: ``_row_id`` of rows without row lineage (a table
+before v3, or a snapshot from before its upgrade to v3)."""
+ROW_LINEAGE_FIELD_IDS = {"_row_id": 2147483540, "_last_updated_sequence_number": 2147483539}
+"""The reserved field ids of the row lineage columns a v3 data file may store."""
+
+
+UNSUPPORTED_TYPES: tuple[type[IcebergType], ...] = (UnknownType, GeometryType, GeographyType)
+"""Iceberg v3 types icefloe does not read yet (``variant`` PyIceberg 0.12 cannot even parse:
+loading such a table fails with a CatalogError naming the type)."""
+
+
+def check_readable(read_schema: Schema, table_schema: Schema) -> None:
+    """Fail fast when a column the read needs has a type icefloe cannot read.
+
+    Raises:
+        UnsupportedTypeError: naming the first such column (full name) and its type.
+    """
+    for field_id in sorted(read_schema.field_ids):
+        field_type = read_schema.find_type(field_id)
+        if isinstance(field_type, UNSUPPORTED_TYPES):
+            name = table_schema.find_column_name(field_id) or str(field_id)
+            raise UnsupportedTypeError(
+                name, str(field_type),
+                f"column {name!r} has type {field_type}, which icefloe cannot read yet; "
+                "leave it out with the columns option (and out of the filter)")
 
 
 @dataclass(frozen=True)
@@ -46,6 +75,8 @@ class ReadContext:
         specs_json: (spec id, spec JSON) of every partition spec of the table.
         name_mapping_json: ``schema.name-mapping.default`` for files without field ids.
         format_version: table format version.
+        columns_in_table_order: ``columns`` came as PyIceberg's ``selected_fields``, which
+            keeps the table's column order (else the order asked).
     """
 
     schema_json: str
@@ -59,6 +90,7 @@ class ReadContext:
     name_mapping_json: str | None
     format_version: int
     location: str = ""
+    columns_in_table_order: bool = False
 
     @classmethod
     def create(cls, metadata: TableMetadata, io: FileIO, schema: Schema,
@@ -80,9 +112,11 @@ class ReadContext:
             name_mapping_json=metadata.properties.get("schema.name-mapping.default"),
             format_version=metadata.format_version,
             location=metadata.location,
+            columns_in_table_order=options.columns_in_table_order,
         )
         context.projected_schema  # noqa: B018 - validate the column names now
         context.bound_filter  # noqa: B018
+        check_readable(context.read_schema(), schema)
         return context
 
     def __repr__(self) -> str:  # io_properties may carry secrets
@@ -95,15 +129,28 @@ class ReadContext:
 
     @functools.cached_property
     def projected_schema(self) -> Schema:
+        """The read's columns: the schema's top-level columns in ``columns``' order (nested
+        fields named like ``s.a`` keep their struct's place at its first mention), or the
+        whole schema."""
         if self.columns is None:
             return self.schema
         try:
-            return self.schema.select(*self.columns, case_sensitive=self.case_sensitive)
+            selected = self.schema.select(*self.columns, case_sensitive=self.case_sensitive)
+            # top-level columns in the order asked (as Spark's select), first mention wins
+            order: dict[int, int] = {}
+            for name in self.columns:
+                top = self.schema.select(name, case_sensitive=self.case_sensitive).fields[0]
+                order.setdefault(top.field_id, len(order))
         except ValueError as exc:
             names = ", ".join(f.name for f in self.schema.fields)
             raise InvalidOptionError(
                 "columns", f"{exc}; the table's columns are {names}"
             ) from exc
+        if self.columns_in_table_order:  # PyIceberg's selected_fields
+            return selected
+        fields = sorted(selected.fields, key=lambda f: order[f.field_id])
+        return Schema(*fields, schema_id=selected.schema_id,
+                      identifier_field_ids=selected.identifier_field_ids)
 
     @functools.cached_property
     def bound_filter(self) -> BooleanExpression:
@@ -148,14 +195,15 @@ class ReadContext:
 
         base = schema_to_pyarrow(self.projected_schema, include_field_ids=False)
         for name in self.metadata_columns:
-            base = base.append(pa.field(name, METADATA_FIELDS[name], nullable=False))
+            base = base.append(pa.field(name, METADATA_FIELDS[name],
+                                        nullable=name in NULLABLE_METADATA))
         return base
 
     def __getstate__(self) -> dict[str, object]:
         # drop cached (unpicklable / large) properties; they are rebuilt on the worker
         names = ("schema_json", "columns", "filter", "case_sensitive", "batch_size",
                  "metadata_columns", "io_properties", "specs_json", "name_mapping_json",
-                 "format_version", "location")
+                 "format_version", "location", "columns_in_table_order")
         return {n: self.__dict__[n] for n in names}
 
     def __setstate__(self, state: dict[str, object]) -> None:

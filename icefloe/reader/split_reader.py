@@ -23,15 +23,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyarrow._parquet import ParquetReader
-from pyiceberg.io.pyarrow import _to_requested_schema, expression_to_pyarrow, pyarrow_to_schema
+from pyiceberg.io.pyarrow import expression_to_pyarrow, pyarrow_to_schema
 from pyiceberg.schema import Schema, prune_columns
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import ListType, MapType
 
 from icefloe.errors import DataFileError
-from icefloe.reader.context import ReadContext
+from icefloe.reader.context import ROW_LINEAGE_FIELD_IDS, ReadContext
 from icefloe.reader.deletes import DeleteLoader, equality_keep_mask
 from icefloe.reader.files import FileOpener
+from icefloe.reader.projection import to_requested_schema
 from icefloe.reader.runs import RunScanner, can_batch
 from icefloe.splits.split import FileSplit
 
@@ -133,7 +134,7 @@ def _column_indices(pf: ParquetReader, plan: _FilePlan) -> list[int] | None:
 class _FilePlan:
     """How to project the files of one Arrow schema (cached per reader; see ``_file_plan``).
 
-    ``direct_schema`` is learned on the first batch: the schema ``_to_requested_schema``
+    ``direct_schema`` is learned on the first batch: the schema ``to_requested_schema``
     produced when that equalled the batch's own schema (then later batches of the same
     raw schema, ``direct_source``, only relabel their columns with it), else None (always
     convert). ``fast`` then holds the output schema and per-column casts that take such a
@@ -150,6 +151,9 @@ class _FilePlan:
     direct_source: pa.Schema | None = None
     direct_checked: bool = False
     fast: tuple[pa.Schema, list[_Cast] | None] | None = None
+    lineage: dict[str, str] | None = None
+    """Row lineage metadata column -> the file's column storing it (v3 files rewritten
+    with their lineage), when requested and present."""
 
 
 class SplitReader:
@@ -176,6 +180,8 @@ class SplitReader:
         # (index, name) of the output's non-nullable columns
         self._required = [(i, f.name) for i, f in enumerate(context.arrow_schema)
                           if not f.nullable]
+        self._lineage = [n for n in context.metadata_columns if n in ROW_LINEAGE_FIELD_IDS]
+        self._positions = "_pos" in context.metadata_columns or bool(self._lineage)
 
     batch_runs = True
     """Whether the local engine reads runs of :meth:`can_batch` splits (small whole files)
@@ -301,17 +307,29 @@ class SplitReader:
             if not isinstance(read_schema.find_type(fid), MapType | ListType)
         }
         file_project = prune_columns(file_schema, read_ids, select_full_types=False)
+        columns = [c.name for c in file_project.columns]
+        lineage = self._stored_lineage(arrow_schema)
+        columns += [name for name in lineage.values() if name not in columns]
         plan = _FilePlan(
-            read_schema=read_schema, file_project=file_project,
-            columns=[c.name for c in file_project.columns],
+            read_schema=read_schema, file_project=file_project, columns=columns,
             missing_ids=frozenset(set(read_schema.field_ids) - set(file_schema.field_ids)),
-            all_columns=[c.name for c in file_project.columns] == arrow_schema.names,
+            all_columns=columns == arrow_schema.names, lineage=lineage or None,
         )
         if len(self._plans) >= _PLAN_CACHE_SIZE:
             self._plans.clear()
         self._plans[key] = plan
         self._last_plan = (arrow_schema, eq_ids, plan)
         return plan
+
+    def _stored_lineage(self, arrow_schema: pa.Schema) -> dict[str, str]:
+        """Requested row lineage columns the file stores: metadata name -> file column."""
+        out: dict[str, str] = {}
+        for name in self._lineage:
+            field_id = str(ROW_LINEAGE_FIELD_IDS[name]).encode()
+            for field in arrow_schema:
+                if field.metadata and field.metadata.get(b"PARQUET:field_id") == field_id:
+                    out[name] = field.name
+        return out
 
     def _missing_values(self, split: FileSplit, missing: frozenset[int]) -> dict[int, Any]:
         """Identity-partition values for columns absent from the file (once per split)."""
@@ -414,11 +432,10 @@ class SplitReader:
                 and raw.schema.equals(plan.direct_source):
             return pa.RecordBatch.from_arrays(raw.columns, schema=plan.direct_schema)
         ctx = self.context
-        batch = _to_requested_schema(
+        batch = to_requested_schema(
             plan.read_schema, plan.file_project, raw,
             downcast_ns_timestamp_to_us=ctx.format_version <= 2,
             projected_missing_fields=missing,
-            allow_timestamp_tz_mismatch=True,
         )
         if not plan.direct_checked and not plan.missing_ids:
             plan.direct_checked = True
@@ -449,7 +466,7 @@ class SplitReader:
             cols = [batch.column(read_schema.find_column_name(i)) for i in ids]
             mask = equality_keep_mask(cols, keys).to_numpy(zero_copy_only=False)
             keep = mask if keep is None else keep & mask
-        if "_pos" in ctx.metadata_columns:
+        if self._positions:
             positions = np.arange(first_pos, first_pos + n, dtype=np.int64)
         if keep is not None:
             batch = batch.filter(pa.array(keep))
@@ -467,6 +484,8 @@ class SplitReader:
             batch = batch.select(self._out_names)
         if ctx.metadata_columns:
             batch = self._add_metadata(batch, split, positions)
+            if self._lineage:
+                batch = self._add_lineage(batch, split, positions, raw, first_pos, plan)
         if not batch.schema.equals(ctx.arrow_schema):
             batch = self._conform(batch)
         return batch
@@ -531,5 +550,34 @@ class SplitReader:
                 arrays.append(pa.array(np.full(n, split.snapshot_id, dtype=np.int64)))
             elif name == "_sequence_number":
                 arrays.append(pa.array(np.full(n, split.sequence_number, dtype=np.int64)))
+            else:  # row lineage: filled in by _add_lineage
+                arrays.append(pa.nulls(n, pa.int64()))
             names.append(name)
         return pa.RecordBatch.from_arrays(arrays, names=names)
+
+    def _add_lineage(self, batch: pa.RecordBatch, split: FileSplit,
+                     positions: np.ndarray | None, raw: pa.RecordBatch, first_pos: int,
+                     plan: _FilePlan) -> pa.RecordBatch:
+        """``_row_id`` / ``_last_updated_sequence_number`` as the v3 spec reads them
+        ("Row Lineage"): the value the file stores, where it stores one; else the data
+        file's ``first_row_id`` plus the row's position (null when the file has no
+        ``first_row_id``), and the data file's data sequence number."""
+        assert positions is not None
+        arrays = list(batch.columns)
+        for name in self._lineage:
+            if name == "_row_id":
+                inherited = None if split.first_row_id is None \
+                    else pa.array(positions + split.first_row_id)
+            else:
+                inherited = pa.array(np.full(len(positions), split.sequence_number,
+                                             dtype=np.int64))
+            stored_name = (plan.lineage or {}).get(name)
+            if stored_name is not None:
+                stored = raw.column(stored_name).take(pa.array(positions - first_pos))
+                stored = stored.cast(pa.int64())
+                value = stored if inherited is None else pc.coalesce(stored, inherited)
+            else:
+                value = inherited if inherited is not None else pa.nulls(len(positions),
+                                                                         pa.int64())
+            arrays[batch.schema.get_field_index(name)] = value
+        return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names)

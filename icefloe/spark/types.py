@@ -57,7 +57,11 @@ METADATA_TYPES: dict[str, st.DataType] = {
     "_sequence_number": st.LongType(),
     "_file": st.StringType(),
     "_pos": st.LongType(),
+    "_row_id": st.LongType(),
+    "_last_updated_sequence_number": st.LongType(),
 }
+NULLABLE_METADATA = frozenset({"_row_id"})
+"""Metadata columns that may be null (``_row_id`` of rows without row lineage)."""
 
 
 def spark_type(iceberg_type: it.IcebergType, column: str = "?") -> st.DataType:
@@ -98,6 +102,6 @@ def _spark_field(field: it.NestedField, path: str) -> st.StructField:
 def spark_schema(schema: Schema, metadata_columns: Sequence[str] = ()) -> st.StructType:
     """The DataFrame schema of a read: ``schema``'s columns, then the metadata columns."""
     fields = [_spark_field(f, f.name) for f in schema.fields]
-    fields += [st.StructField(name, METADATA_TYPES[name], nullable=False)
+    fields += [st.StructField(name, METADATA_TYPES[name], nullable=name in NULLABLE_METADATA)
                for name in metadata_columns]
     return st.StructType(fields)

@@ -1,13 +1,14 @@
 """Versioned msgpack serialization of FileSplit (durable: used in checkpoints).
 
 Layout: ``b"IFSP"`` magic, one version byte, then a msgpack array of the fields in
-declaration order. Version 1 is the only version so far; every version ever
-written stays readable (golden bytes under ``tests/splits/golden``). New fields are
-appended and get defaults when older bytes are read.
+declaration order. Every version ever written stays readable (golden bytes under
+``tests/splits/golden``). New fields are appended and get defaults when older bytes are
+read. Versions: 1, the first; 2 appends ``first_row_id`` (Iceberg v3 row lineage).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import decimal
 import uuid
@@ -20,7 +21,7 @@ from icefloe.errors import SplitFormatError
 from icefloe.splits.split import DeleteFileRef, FileSplit
 
 MAGIC = b"IFSP"
-CURRENT_VERSION = 1
+CURRENT_VERSION = 2
 
 _EXT_DECIMAL = 1
 _EXT_UUID = 2
@@ -72,6 +73,7 @@ def _split_to_list(split: FileSplit) -> list[Any]:
             for d in split.delete_files
         ],
         split.resume_rows,
+        split.first_row_id,
     ]
 
 
@@ -91,7 +93,16 @@ def _split_from_list_v1(fields: list[Any]) -> FileSplit:
     )
 
 
-_READERS: dict[int, Callable[[list[Any]], FileSplit]] = {1: _split_from_list_v1}
+def _split_from_list_v2(fields: list[Any]) -> FileSplit:
+    *v1, first_row_id = fields
+    if first_row_id is not None and not isinstance(first_row_id, int):
+        raise TypeError(f"first_row_id {first_row_id!r} is not an integer")
+    return dataclasses.replace(_split_from_list_v1(v1), first_row_id=first_row_id)
+
+
+_READERS: dict[int, Callable[[list[Any]], FileSplit]] = {
+    1: _split_from_list_v1, 2: _split_from_list_v2,
+}
 
 
 def split_to_obj(split: FileSplit) -> list[Any]:

@@ -71,6 +71,9 @@ class FileSplit:
         ordinal: position of the split in its enumeration unit (deterministic order).
         delete_files: delete files that apply to this data file.
         resume_rows: source records of this split already consumed (0 = from the start).
+        first_row_id: Iceberg v3 row lineage: the ``_row_id`` of the data file's first
+            row (inherited as the spec says), or None (not a v3 table, a snapshot from
+            before the upgrade to v3, or row lineage not requested).
     """
 
     split_id: str
@@ -88,6 +91,7 @@ class FileSplit:
     ordinal: int
     delete_files: tuple[DeleteFileRef, ...] = ()
     resume_rows: int = 0
+    first_row_id: int | None = None
 
     @property
     def end(self) -> int:
@@ -113,7 +117,8 @@ class FileSplit:
 _NEW = object.__new__
 (_SET_SPLIT_ID, _SET_FILE_PATH, _SET_FILE_FORMAT, _SET_START, _SET_LENGTH, _SET_RECORD_COUNT,
  _SET_FILE_SIZE, _SET_FILE_RECORD_COUNT, _SET_SPEC_ID, _SET_PARTITION, _SET_SNAPSHOT_ID,
- _SET_SEQUENCE_NUMBER, _SET_ORDINAL, _SET_DELETE_FILES, _SET_RESUME_ROWS) = (
+ _SET_SEQUENCE_NUMBER, _SET_ORDINAL, _SET_DELETE_FILES, _SET_RESUME_ROWS,
+ _SET_FIRST_ROW_ID) = (
     FileSplit.__dict__[f.name].__set__ for f in dataclasses.fields(FileSplit)
 )
 
@@ -144,6 +149,7 @@ def new_split(split_id: str, file_path: str, file_format: str, start: int, lengt
     _SET_ORDINAL(split, ordinal)
     _SET_DELETE_FILES(split, delete_files)
     _SET_RESUME_ROWS(split, 0)
+    _SET_FIRST_ROW_ID(split, None)
     return split
 
 

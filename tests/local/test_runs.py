@@ -126,7 +126,8 @@ class Evolved:
             scan_args["selected_fields"] = tuple(columns)
         if row_filter is not None:
             scan_args["row_filter"] = row_filter
-        return self.twin.scan(**scan_args).to_arrow()
+        theirs = self.twin.scan(**scan_args).to_arrow()  # columns in the table's order
+        return theirs if columns is None else theirs.select(list(columns))
 
 
 @pytest.fixture(scope="module")

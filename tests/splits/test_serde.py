@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import decimal
 import pickle
@@ -16,6 +17,7 @@ from icefloe.splits import DeleteFileRef, FileSplit, deserialize_split, serializ
 from icefloe.splits.serde import CURRENT_VERSION, MAGIC, split_from_obj, split_to_obj
 
 GOLDEN_V1 = Path(__file__).parent / "golden" / "split_v1.bin"
+GOLDEN_V2 = Path(__file__).parent / "golden" / "split_v2.bin"
 DATA = "s3://bucket/wh/db/events/data/day=2024-01-02/00000-0-data.parquet"
 
 
@@ -83,10 +85,22 @@ def test_golden_v1_reads_back_every_field() -> None:
     assert isinstance(split.delete_files[1].equality_ids, tuple)
 
 
-def test_golden_v1_is_what_the_current_version_writes() -> None:
-    # v1 is still the newest format: re-serializing the decoded split gives the same bytes
-    assert CURRENT_VERSION == 1
-    data = GOLDEN_V1.read_bytes()
+def test_golden_v1_reads_without_row_lineage() -> None:
+    assert deserialize_split(GOLDEN_V1.read_bytes()).first_row_id is None
+
+
+def test_golden_v2_is_v1_plus_first_row_id() -> None:
+    v1 = deserialize_split(GOLDEN_V1.read_bytes())
+    v2 = deserialize_split(GOLDEN_V2.read_bytes())
+    assert v2.first_row_id == 2**62 + 3
+    assert dataclasses.replace(v2, first_row_id=None) == v1
+
+
+def test_golden_v2_is_what_the_current_version_writes() -> None:
+    # v2 is the newest format: re-serializing the decoded split gives the same bytes
+    assert CURRENT_VERSION == 2
+    data = GOLDEN_V2.read_bytes()
+    assert data[4] == 2
     assert serialize_split(deserialize_split(data)) == data
 
 
@@ -95,6 +109,8 @@ def test_golden_v1_is_what_the_current_version_writes() -> None:
     [
         _split(),
         _split(partition=(None,), resume_rows=3),
+        _split(first_row_id=0),
+        _split(first_row_id=2**63 - 1, resume_rows=7),
         _split(partition=(
             dt.datetime(2024, 5, 6, 7, 8, 9, tzinfo=dt.timezone(dt.timedelta(hours=5))),
             decimal.Decimal("-0.001"), b"", float("inf"), 2**63 - 1,
@@ -118,7 +134,7 @@ def test_unserializable_partition_value() -> None:
 def test_future_version_is_refused_with_the_readable_versions() -> None:
     data = serialize_split(_split())
     future = MAGIC + bytes([CURRENT_VERSION + 1]) + data[len(MAGIC) + 1:]
-    with pytest.raises(SplitFormatError, match=r"version 2 .*versions \[1\].*upgrade"):
+    with pytest.raises(SplitFormatError, match=r"version 3 .*versions \[1, 2\].*upgrade"):
         deserialize_split(future)
 
 
