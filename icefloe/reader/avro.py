@@ -38,6 +38,7 @@ than top-level primitives, not wrong).
 from __future__ import annotations
 
 import json
+import struct
 import uuid
 from collections.abc import Callable, Iterator
 from decimal import Decimal
@@ -56,6 +57,7 @@ WHOLE_FILE_BYTES = 64 * 1024 * 1024
 MAGIC = b"Obj\x01"
 SYNC_SIZE = 16
 FIELD_ID_KEY = b"PARQUET:field_id"
+_DOUBLE = struct.Struct("<d")
 
 _DECODER: Callable[[bytes], BinaryDecoder] = type(new_decoder(b""))
 _PRIMITIVE_READS = {
@@ -99,6 +101,10 @@ def _decimal_reader(scale: int) -> Callable[[bytes], Decimal]:
     return to_decimal
 
 
+def _unpack_double(raw: bytes) -> float:
+    return float(_DOUBLE.unpack(raw)[0])
+
+
 def _uuid_from_string(text: str) -> bytes:
     return uuid.UUID(text).bytes
 
@@ -130,6 +136,7 @@ class _Codegen:
         self.namespace["read_blocks"] = _read_blocks
         self.named: dict[str, Any] = {}  # named types (records, fixed, enums) by full name
         self.functions: list[str] = []
+        self.depth = 0  # 0 while typing top-level columns (see ``primitive``: doubles)
 
     def bind(self, value: Any) -> str:
         name = f"_v{len(self.namespace)}"
@@ -159,24 +166,17 @@ class _Codegen:
     def type_of(self, schema: Any, where: str) -> tuple[pa.DataType, bool, str]:
         """``(arrow type, nullable, read expression)`` of a value of ``schema``."""
         schema = self.resolve(schema, where)
+        if isinstance(schema, dict) and schema.get("type") in ("record", "array", "map"):
+            self.depth += 1
+            try:
+                return self._nested(schema, where)
+            finally:
+                self.depth -= 1
         if isinstance(schema, list):
             return self.union(schema, where)
         if isinstance(schema, str):
             return self.primitive(schema, {}, where)
         kind = schema.get("type")
-        if kind == "record":
-            return self.record(schema, where)
-        if kind == "array":
-            return self.array(schema, where)
-        if kind == "map":
-            key_field = pa.field("key", pa.string(), nullable=False,
-                                 metadata=_id_meta(schema.get("key-id")))
-            value_type, value_null, value_expr = self.type_of(schema["values"],
-                                                              f"{where}.value")
-            value_field = pa.field("value", value_type, nullable=value_null,
-                                   metadata=_id_meta(schema.get("value-id")))
-            item = self.function(f"(read_utf8(d), {value_expr})")
-            return pa.map_(key_field, value_field), False, f"read_blocks(d, {item})"
         if kind == "enum":
             symbols = self.bind(tuple(schema["symbols"]))
             return pa.string(), False, f"{symbols}[read_int(d)]"
@@ -187,6 +187,20 @@ class _Codegen:
         if isinstance(kind, str | list | dict):  # {"type": <a named type or a schema>}
             return self.type_of(kind, where)
         raise UnsupportedAvroSchema(f"{where}: unsupported Avro type {kind!r}")
+
+    def _nested(self, schema: dict[str, Any], where: str) -> tuple[pa.DataType, bool, str]:
+        kind = schema["type"]
+        if kind == "record":
+            return self.record(schema, where)
+        if kind == "array":
+            return self.array(schema, where)
+        key_field = pa.field("key", pa.string(), nullable=False,
+                             metadata=_id_meta(schema.get("key-id")))
+        value_type, value_null, value_expr = self.type_of(schema["values"], f"{where}.value")
+        value_field = pa.field("value", value_type, nullable=value_null,
+                               metadata=_id_meta(schema.get("value-id")))
+        item = self.function(f"(read_utf8(d), {value_expr})")
+        return pa.map_(key_field, value_field), False, f"read_blocks(d, {item})"
 
     def union(self, branches: list[Any], where: str) -> tuple[pa.DataType, bool, str]:
         if len(branches) == 1:
@@ -216,6 +230,13 @@ class _Codegen:
             utc = str(schema.get("adjust-to-utc", not logical.startswith("local"))) \
                 .lower() == "true"
             return pa.timestamp(unit, tz="UTC" if utc else None), False, read
+        if kind == "double":
+            # not the decoder's read_double: PyIceberg 0.12's Cython decoder narrows it to a
+            # 32-bit float (apache/iceberg-python#3808). Top-level columns keep the 8 raw
+            # bytes (viewed as float64 by _to_batch); nested values unpack to a float.
+            if self.depth == 0:
+                return pa.float64(), False, "read(d, 8)"
+            return pa.float64(), False, f"{self.bind(_unpack_double)}(read(d, 8))"
         if kind == "bytes" and logical == "decimal":
             convert = self.bind(_decimal_reader(int(schema.get("scale", 0))))
             return (pa.decimal128(int(schema["precision"]), int(schema.get("scale", 0))),
@@ -472,7 +493,11 @@ class AvroFile:
 def _to_batch(lists: list[list[Any]], schema: pa.Schema, rows: int) -> pa.RecordBatch:
     arrays = []
     for values, field in zip(lists, schema, strict=True):
-        if isinstance(field.type, pa.UuidType):
+        if field.type == pa.float64():  # top-level doubles: 8 raw bytes each
+            raw = pa.array(values, type=pa.binary(8))
+            arrays.append(pa.Array.from_buffers(pa.float64(), len(raw), raw.buffers(),
+                                                raw.null_count, raw.offset))
+        elif isinstance(field.type, pa.UuidType):
             storage = pa.array(values, type=pa.binary(16))
             arrays.append(pa.ExtensionArray.from_storage(field.type, storage))
         else:

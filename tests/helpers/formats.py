@@ -56,8 +56,13 @@ def _data_file(table: Table, path: str, file_format: FileFormat, records: int,
 
 
 def write_orc(table: Table, data: pa.Table, *, field_ids: bool = True,
-              stripe_size: int = 64 * 1024 * 1024, schema: Schema | None = None) -> DataFile:
-    """Write ``data`` (columns named as ``schema``'s, default the table's) as one ORC file."""
+              stripe_size: int = 64 * 1024 * 1024, compression: str = "zstd",
+              batch_size: int = 1024, schema: Schema | None = None) -> DataFile:
+    """Write ``data`` (columns named as ``schema``'s, default the table's) as one ORC file.
+
+    Many small stripes need ``compression="uncompressed"`` (ORC's writer measures a
+    compressed stripe in 64 KiB compression blocks) and a small ``batch_size`` (rows
+    written between two stripe-size checks)."""
     schema = schema or table.schema()
     arrow_schema = schema_to_pyarrow(schema, include_field_ids=field_ids,
                                      file_format=FileFormat.ORC)
@@ -67,7 +72,8 @@ def write_orc(table: Table, data: pa.Table, *, field_ids: bool = True,
     local = path.removeprefix("file://")
     Path(local).parent.mkdir(parents=True, exist_ok=True)
     pa_orc.write_table(data.select(arrow_schema.names).cast(arrow_schema), local,
-                       stripe_size=stripe_size, compression="zstd")
+                       stripe_size=stripe_size, compression=compression,
+                       batch_size=batch_size)
     orc = pa_orc.ORCFile(local)
     offsets = [u.start for u in stripe_units(orc.reader.serialized_file_tail())]
     return _data_file(table, path, FileFormat.ORC, orc.nrows, orc.file_length, offsets)
