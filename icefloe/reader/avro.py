@@ -343,7 +343,7 @@ class _Decoder:
             f"def decode(d, count{', ' if params else ''}{params}):\n"
             "    for _ in range(count):\n" + ("\n".join(body) if body else "        pass") + "\n")
         namespace = dict(self.codegen.namespace)
-        exec(compile(source, "<icefloe avro decoder>", "exec"), namespace)  # noqa: S102
+        exec(compile(source, "<icefloe avro decoder>", "exec"), namespace)
         result = (namespace["decode"], pa.schema([self.schema.field(i) for i in chosen]))
         self._by_selection[columns] = result
         return result

@@ -31,7 +31,7 @@ class FormatFile(Protocol):
     """
 
     schema_arrow: pa.Schema
-    units: Sequence[ReadUnit]
+    units: list[ReadUnit]
 
     def iter_batches(self, batch_size: int, units: list[int],
                      columns: list[str] | None) -> Iterator[pa.RecordBatch]:

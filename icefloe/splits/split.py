@@ -57,7 +57,7 @@ class FileSplit:
     Attributes:
         split_id: deterministic id (same file, range and snapshot -> same id in any process).
         file_path: data file location.
-        file_format: ``PARQUET``, ``ORC`` or ``AVRO`` (the reader refuses others with a clear error).
+        file_format: ``PARQUET``, ``ORC`` or ``AVRO`` (the reader refuses others, typed).
         start: first byte of the range (inclusive).
         length: bytes in the range; ``start + length`` is exclusive.
         record_count: records in the range; exact for a whole file, pro-rated for a part.

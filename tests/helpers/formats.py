@@ -44,11 +44,13 @@ def _path(table: Table, suffix: str) -> str:
 
 
 def _data_file(table: Table, path: str, file_format: FileFormat, records: int,
-               size: int, split_offsets: list[int] | None) -> DataFile:
+               size: int, split_offsets: list[int] | None,
+               content: DataFileContent = DataFileContent.DATA,
+               equality_ids: list[int] | None = None) -> DataFile:
     data_file = DataFile.from_args(
-        content=DataFileContent.DATA, file_path=path, file_format=file_format,
+        content=content, file_path=path, file_format=file_format,
         partition=Record(), file_size_in_bytes=size, record_count=records,
-        sort_order_id=None, equality_ids=None, key_metadata=None,
+        sort_order_id=None, equality_ids=equality_ids, key_metadata=None,
         split_offsets=split_offsets,
     )
     data_file.spec_id = table.spec().spec_id  # not a struct field: from_args() drops it
@@ -57,7 +59,9 @@ def _data_file(table: Table, path: str, file_format: FileFormat, records: int,
 
 def write_orc(table: Table, data: pa.Table, *, field_ids: bool = True,
               stripe_size: int = 64 * 1024 * 1024, compression: str = "zstd",
-              batch_size: int = 1024, schema: Schema | None = None) -> DataFile:
+              batch_size: int = 1024, schema: Schema | None = None,
+              content: DataFileContent = DataFileContent.DATA,
+              equality_ids: list[int] | None = None) -> DataFile:
     """Write ``data`` (columns named as ``schema``'s, default the table's) as one ORC file.
 
     Many small stripes need ``compression="uncompressed"`` (ORC's writer measures a
@@ -76,7 +80,8 @@ def write_orc(table: Table, data: pa.Table, *, field_ids: bool = True,
                        batch_size=batch_size)
     orc = pa_orc.ORCFile(local)
     offsets = [u.start for u in stripe_units(orc.reader.serialized_file_tail())]
-    return _data_file(table, path, FileFormat.ORC, orc.nrows, orc.file_length, offsets)
+    return _data_file(table, path, FileFormat.ORC, orc.nrows, orc.file_length, offsets,
+                      content, equality_ids)
 
 
 def _strip(field: pa.Field) -> pa.Field:
@@ -124,7 +129,8 @@ def _as_ints(column: pa.ChunkedArray) -> pa.ChunkedArray:
 
 def write_avro(table: Table, data: pa.Table, *, rows_per_block: int = 1000,
                codec: str = "deflate", schema: Schema | None = None,
-               field_ids: bool = True) -> DataFile:
+               field_ids: bool = True, content: DataFileContent = DataFileContent.DATA,
+               equality_ids: list[int] | None = None) -> DataFile:
     """Write ``data`` as one Avro file with PyIceberg's Avro writer, in blocks of
     ``rows_per_block`` records; without ``field_ids`` the schema's id properties are
     removed (the file reads through the table's name mapping)."""
@@ -141,7 +147,8 @@ def write_avro(table: Table, data: pa.Table, *, rows_per_block: int = 1000,
         for start in range(0, len(records), rows_per_block):
             writer.write_block(records[start:start + rows_per_block])
     size = len(table.io.new_input(path))
-    return _data_file(table, path, FileFormat.AVRO, len(records), size, None)
+    return _data_file(table, path, FileFormat.AVRO, len(records), size, None, content,
+                      equality_ids)
 
 
 def _drop_ids(schema: Any) -> Any:
@@ -162,6 +169,12 @@ def _header_without_ids(writer: AvroOutputFile[Record]) -> None:
     meta = {**writer.metadata, "avro.schema": json.dumps(_drop_ids(avro))}
     construct_writer(META_SCHEMA).write(writer.encoder,
                                         AvroFileHeader(MAGIC, meta, writer.sync_bytes))
+
+
+def commit_delete_files(table: Table, files: list[DataFile]) -> Snapshot:
+    """Commit delete ``files`` (from :func:`write_orc` / :func:`write_avro` with a delete
+    ``content``) in one delete snapshot on ``main``."""
+    return _commit(table, Operation.DELETE, delete_files=files)
 
 
 def append_files(table: Table, files: list[DataFile]) -> Snapshot:

@@ -9,6 +9,7 @@ ORC (PyIceberg cannot read Avro data files).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from decimal import Decimal
 from pathlib import Path
@@ -18,7 +19,7 @@ import pyarrow.compute as pc
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.io.pyarrow import schema_to_pyarrow
-from pyiceberg.manifest import DataFile
+from pyiceberg.manifest import DataFile, DataFileContent
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.types import (
@@ -40,8 +41,19 @@ from pyiceberg.types import (
 from icefloe import DataFileError, IcebergSource
 from icefloe.reader import SplitReader
 from tests.conftest import assert_same_rows
-from tests.helpers.formats import append_files, set_name_mapping, write_avro, write_orc
-from tests.helpers.tables import add_equality_deletes, add_position_deletes, make_table
+from tests.helpers.formats import (
+    append_files,
+    commit_delete_files,
+    set_name_mapping,
+    write_avro,
+    write_orc,
+)
+from tests.helpers.tables import (
+    POSITION_DELETE_SCHEMA,
+    add_equality_deletes,
+    add_position_deletes,
+    make_table,
+)
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=True),
@@ -259,7 +271,36 @@ def test_unknown_format_is_refused(catalog: SqlCatalog) -> None:
     append_files(table, [write("orc", table, data(10))])
     plan = IcebergSource("db.events", catalog=catalog).bounded_plan()
     (split,) = list(plan.splits())
-    import dataclasses
-
-    with pytest.raises(DataFileError, match="LANCE.*PARQUET, ORC, AVRO"):
+    with pytest.raises(DataFileError, match=r"LANCE.*PARQUET, ORC, AVRO"):
         list(SplitReader(plan.context).read(dataclasses.replace(split, file_format="LANCE")))
+
+
+@pytest.mark.parametrize("kind", ["orc", "avro"])
+def test_delete_files_in_orc_and_avro(catalog: SqlCatalog, kind: str) -> None:
+    """Position and equality delete files written in ORC / Avro (Java writes them with
+    ``write.delete.format.default``), against a Parquet and an ORC / Avro data file."""
+    table = new_table(catalog, kind)
+    table.append(data(40))
+    (parquet_path,) = [t.file.file_path for t in table.scan().plan_files()]
+    own = write(kind, table, data(60, start=100))
+    append_files(table, [own])
+    positions = pa.table({"file_path": [parquet_path, parquet_path, own.file_path],
+                          "pos": [0, 39, 7]}, schema=schema_to_pyarrow(POSITION_DELETE_SCHEMA))
+    equality_schema = Schema(SCHEMA.find_field("name"))
+    names = pa.table({"name": ["name-3", "name-150"]},
+                     schema=schema_to_pyarrow(equality_schema))
+    writer = write_orc if kind == "orc" else write_avro
+    commit_delete_files(table, [
+        writer(table, positions, schema=POSITION_DELETE_SCHEMA,
+               content=DataFileContent.POSITION_DELETES),
+        writer(table, names, schema=equality_schema, content=DataFileContent.EQUALITY_DELETES,
+               equality_ids=[2]),
+    ])
+    got = read(catalog, columns="id,name")
+    everything = pa.concat_tables([data(40), data(60, start=100)])
+    parquet_ids = data(40)["id"].to_pylist()
+    gone = {parquet_ids[0], parquet_ids[39], data(60, start=100)["id"][7].as_py(), 3, 150}
+    expected = everything.select(["id", "name"]).filter(
+        pa.array([i not in gone for i in everything["id"].to_pylist()]))
+    assert expected.num_rows == 95
+    assert_same_rows(got, expected.cast(got.schema))
