@@ -136,7 +136,7 @@ class _Codegen:
         self.namespace["read_blocks"] = _read_blocks
         self.named: dict[str, Any] = {}  # named types (records, fixed, enums) by full name
         self.functions: list[str] = []
-        self.depth = 0  # 0 while typing top-level columns (see ``primitive``: doubles)
+        self.depth = 0  # 0 while typing top-level columns (see ``primitive``: doubles, strings)
 
     def bind(self, value: Any) -> str:
         name = f"_v{len(self.namespace)}"
@@ -177,8 +177,9 @@ class _Codegen:
         if isinstance(schema, str):
             return self.primitive(schema, {}, where)
         kind = schema.get("type")
-        if kind == "enum":
-            symbols = self.bind(tuple(schema["symbols"]))
+        if kind == "enum":  # bytes at the top level, as strings are (see ``primitive``)
+            symbols = self.bind(tuple(s.encode() if self.depth == 0 else s
+                                      for s in schema["symbols"]))
             return pa.string(), False, f"{symbols}[read_int(d)]"
         if kind == "fixed":
             return self.fixed(schema, where)
@@ -230,6 +231,10 @@ class _Codegen:
             utc = str(schema.get("adjust-to-utc", not logical.startswith("local"))) \
                 .lower() == "true"
             return pa.timestamp(unit, tz="UTC" if utc else None), False, read
+        if kind == "string" and logical != "uuid" and self.depth == 0:
+            # top-level strings stay UTF-8 bytes: one Arrow cast (with validation) per
+            # batch costs less than a str per value
+            return pa.string(), False, "read_bytes(d)"
         if kind == "double":
             # not the decoder's read_double: PyIceberg 0.12's Cython decoder narrows it to a
             # 32-bit float (apache/iceberg-python#3808). Top-level columns keep the 8 raw
@@ -497,6 +502,8 @@ def _to_batch(lists: list[list[Any]], schema: pa.Schema, rows: int) -> pa.Record
             raw = pa.array(values, type=pa.binary(8))
             arrays.append(pa.Array.from_buffers(pa.float64(), len(raw), raw.buffers(),
                                                 raw.null_count, raw.offset))
+        elif field.type == pa.string():  # top-level strings: UTF-8 bytes each
+            arrays.append(pa.array(values, type=pa.binary()).cast(pa.string()))
         elif isinstance(field.type, pa.UuidType):
             storage = pa.array(values, type=pa.binary(16))
             arrays.append(pa.ExtensionArray.from_storage(field.type, storage))
