@@ -11,22 +11,26 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import uuid
 from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.orc as pa_orc
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.io.pyarrow import schema_to_pyarrow
-from pyiceberg.manifest import DataFile, DataFileContent
+from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
+from pyiceberg.typedef import Record
 from pyiceberg.types import (
     BooleanType,
     DateType,
     DecimalType,
     DoubleType,
+    FixedType,
     FloatType,
     IntegerType,
     ListType,
@@ -36,6 +40,8 @@ from pyiceberg.types import (
     StringType,
     StructType,
     TimestampType,
+    TimeType,
+    UUIDType,
 )
 
 from icefloe import DataFileError, IcebergSource
@@ -304,3 +310,38 @@ def test_delete_files_in_orc_and_avro(catalog: SqlCatalog, kind: str) -> None:
         pa.array([i not in gone for i in everything["id"].to_pylist()]))
     assert expected.num_rows == 95
     assert_same_rows(got, expected.cast(got.schema))
+
+
+def test_orc_time_uuid_and_fixed_as_java_writes_them(catalog: SqlCatalog) -> None:
+    """Java's ORCSchemaUtil stores time as a long (``iceberg.long-type=TIME``), uuid and
+    fixed as binary (``iceberg.binary-type=UUID`` / ``FIXED`` + ``iceberg.length``)."""
+    schema = Schema(NestedField(1, "id", LongType(), required=True),
+                    NestedField(2, "t", TimeType(), required=False),
+                    NestedField(3, "u", UUIDType(), required=False),
+                    NestedField(4, "f", FixedType(3), required=False))
+    table = make_table(catalog, schema=schema)
+    u1 = uuid.UUID(int=12345)
+
+    def field(name: str, fid: int, typ: pa.DataType, **attrs: str) -> pa.Field:
+        return pa.field(name, typ, nullable=fid != 1, metadata={"iceberg.id": str(fid), **attrs})
+
+    orc_schema = pa.schema([
+        field("id", 1, pa.int64()),
+        field("t", 2, pa.int64(), **{"iceberg.long-type": "TIME"}),
+        field("u", 3, pa.binary(), **{"iceberg.binary-type": "UUID"}),
+        field("f", 4, pa.binary(), **{"iceberg.binary-type": "FIXED", "iceberg.length": "3"}),
+    ])
+    written = pa.table({"id": [1, 2], "t": [3_723_000_001, None], "u": [u1.bytes, None],
+                        "f": [b"abc", None]}, schema=orc_schema)
+    path = table.location_provider().new_data_location("java-like.orc")
+    Path(path.removeprefix("file://")).parent.mkdir(parents=True, exist_ok=True)
+    pa_orc.write_table(written, path.removeprefix("file://"))
+    append_files(table, [DataFile.from_args(
+        content=DataFileContent.DATA, file_path=path, file_format=FileFormat.ORC,
+        partition=Record(), file_size_in_bytes=Path(path.removeprefix("file://")).stat().st_size,
+        record_count=2)])
+    got = read(catalog)
+    assert sorted(got.to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "t": dt.time(1, 2, 3, 1), "u": u1, "f": b"abc"},
+        {"id": 2, "t": None, "u": None, "f": None},
+    ]
