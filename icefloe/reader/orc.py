@@ -27,7 +27,6 @@ import pyarrow.orc as pa_orc
 
 from icefloe.reader.units import ReadUnit
 
-
 LONG_TYPE = b"iceberg.long-type"
 BINARY_TYPE = b"iceberg.binary-type"
 FIELD_LENGTH = b"iceberg.length"

@@ -345,3 +345,40 @@ def test_orc_time_uuid_and_fixed_as_java_writes_them(catalog: SqlCatalog) -> Non
         {"id": 1, "t": dt.time(1, 2, 3, 1), "u": u1, "f": b"abc"},
         {"id": 2, "t": None, "u": None, "f": None},
     ]
+
+
+def test_avro_union_of_several_types_is_refused(catalog: SqlCatalog) -> None:
+    """An Avro file whose column is a union of null, long and string (no Iceberg writer
+    produces one; a hand-made or foreign file might): a typed error naming the column."""
+    import io
+    import json
+    import os
+
+    from pyiceberg.avro.encoder import BinaryEncoder
+    from pyiceberg.avro.file import MAGIC, META_SCHEMA, AvroFileHeader
+    from pyiceberg.avro.resolver import construct_writer
+
+    table = make_table(catalog, schema=Schema(NestedField(1, "id", LongType(), required=True)))
+    avro_schema = {"type": "record", "name": "r", "fields": [
+        {"name": "id", "type": ["null", "long", "string"], "field-id": 1}]}
+    out = io.BytesIO()
+    encoder = BinaryEncoder(out)
+    sync = os.urandom(16)
+    construct_writer(META_SCHEMA).write(encoder, AvroFileHeader(
+        MAGIC, {"avro.schema": json.dumps(avro_schema), "avro.codec": "null"}, sync))
+    body = io.BytesIO()
+    BinaryEncoder(body).write_int(1)  # branch 1: long
+    BinaryEncoder(body).write_int(42)
+    encoder.write_int(1)
+    encoder.write_int(len(body.getvalue()))
+    encoder.write(body.getvalue())
+    encoder.write(sync)
+    path = table.location_provider().new_data_location("union.avro")
+    local = Path(path.removeprefix("file://"))
+    local.parent.mkdir(parents=True, exist_ok=True)
+    local.write_bytes(out.getvalue())
+    append_files(table, [DataFile.from_args(
+        content=DataFileContent.DATA, file_path=path, file_format=FileFormat.AVRO,
+        partition=Record(), file_size_in_bytes=local.stat().st_size, record_count=1)])
+    with pytest.raises(DataFileError, match=r"union.avro.*column 'id' is an Avro union of 3"):
+        read(catalog)
