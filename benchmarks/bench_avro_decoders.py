@@ -15,6 +15,9 @@ deflate, 4,096 records per block) written by PyIceberg's own Avro writer, cached
   a dependency of icefloe: it runs only when importable (e.g. installed with
   ``uv pip install --target DIR fastavro`` and ``PYTHONPATH=DIR``).
 
+A second table times the decoding alone (rows as Python records / dicts, icefloe's
+column lists), without building Arrow arrays.
+
 Each contender's result is compared with the values as generated (column by column);
 rates are medians of interleaved runs (:func:`benchmarks.common.interleaved`).
 """
@@ -132,6 +135,32 @@ def read_fastavro(path: Path) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=arrow_schema)
 
 
+def decode_icefloe(path: Path) -> int:
+    """Decode only: every block into column lists (no Arrow arrays)."""
+    from icefloe.reader.avro_codegen import DECODER
+
+    with open(path, "rb") as stream:
+        avro = AvroFile(stream)
+        decode, schema = avro._decoder.block_decoder(None)
+        lists: list[list[Any]] = [[] for _ in schema]
+        for index, unit in enumerate(avro.units):
+            decode(DECODER(avro._block_bytes(index)), unit.rows, *[v.append for v in lists])
+    return len(lists[0])
+
+
+def decode_pyiceberg(path: Path) -> int:
+    with PyIcebergAvroFile[Record](PyArrowFileIO().new_input(str(path)), SCHEMA,
+                                   {-1: Record}) as reader:
+        return sum(1 for _ in reader)
+
+
+def decode_fastavro(path: Path) -> int:
+    import fastavro
+
+    with open(path, "rb") as f:
+        return sum(1 for _ in fastavro.reader(f))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -160,6 +189,17 @@ def main() -> None:
     print(f"{args.rows:,} rows, 10 columns, {path.stat().st_size / 2**20:.1f} MiB, "
           f"{args.reps} interleaved reps (medians)")
     print(md_table(["decoder", "time", "rate", "speed vs icefloe", "values"], rows))
+    decoders = {"icefloe": lambda: decode_icefloe(path),
+                "pyiceberg": lambda: decode_pyiceberg(path)}
+    if "fastavro" in contenders:
+        decoders["fastavro"] = lambda: decode_fastavro(path)
+    decoded = interleaved(decoders, args.reps, warmup=False)
+    base = median([s for s, _ in decoded["icefloe"]])
+    print("\ndecode only (records / column lists, no Arrow):")
+    print(md_table(["decoder", "time", "rate", "speed vs icefloe"], [
+        [name, fmt_s(median([s for s, _ in runs])),
+         fmt_rate(args.rows / median([s for s, _ in runs]), " rows/s"),
+         f"{base / median([s for s, _ in runs]):.2f}x"] for name, runs in decoded.items()]))
 
 
 if __name__ == "__main__":
