@@ -52,6 +52,9 @@ from icefloe.reader.units import ReadUnit
 WHOLE_FILE_BYTES = 64 * 1024 * 1024
 """Avro files up to this size are fetched whole in one read."""
 
+WINDOW_BYTES = 1024 * 1024
+"""Read-ahead of a bigger file's block-header walk and block reads."""
+
 MAGIC = b"Obj\x01"
 SYNC_SIZE = 16
 
@@ -86,6 +89,7 @@ class AvroFile:
         self._size = stream.tell()
         stream.seek(0)
         self._whole: bytes | None = stream.read() if self._size <= WHOLE_FILE_BYTES else None
+        self._window: tuple[int, bytes] = (0, b"")  # (first byte, bytes) read ahead
         header_end, meta, self._sync = self._header()
         codec_name = meta.get("avro.codec", b"null").decode()
         if codec_name not in KNOWN_CODECS:
@@ -99,10 +103,18 @@ class AvroFile:
         self.units = [ReadUnit(start, count) for start, count, _, _ in self._blocks]
 
     def _read_at(self, offset: int, size: int) -> bytes:
+        """``size`` bytes from ``offset`` (fewer at the end of the file): from the whole
+        file, else through a read-ahead window of :data:`WINDOW_BYTES` (block headers
+        walked one after another share a request)."""
         if self._whole is not None:
             return self._whole[offset:offset + size]
+        start, window = self._window
+        if start <= offset and offset + size <= start + len(window):
+            return window[offset - start:offset - start + size]
         self._stream.seek(offset)
-        return bytes(self._stream.read(size))
+        data = bytes(self._stream.read(max(size, WINDOW_BYTES)))
+        self._window = (offset, data)
+        return data[:size]
 
     def _header(self) -> tuple[int, dict[str, bytes], bytes]:
         size = 64 * 1024
@@ -195,6 +207,7 @@ class AvroFile:
 
     def close(self) -> None:
         self._whole = None
+        self._window = (0, b"")
         self._stream.close()
 
 

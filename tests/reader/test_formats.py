@@ -46,6 +46,7 @@ from pyiceberg.types import (
 
 from icefloe import DataFileError, IcebergSource
 from icefloe.reader import SplitReader
+from icefloe.reader import avro as avro_module
 from tests.conftest import assert_same_rows
 from tests.helpers.formats import (
     append_files,
@@ -206,10 +207,17 @@ def test_filter_and_metadata_columns(catalog: SqlCatalog, kind: str) -> None:
     assert_same_rows(got, expected.cast(got.schema))
 
 
-@pytest.mark.parametrize("kind", ["orc", "avro"])
-def test_split_planning_and_resume(catalog: SqlCatalog, kind: str) -> None:
+@pytest.mark.parametrize("kind", ["orc", "avro", "avro-windowed"])
+def test_split_planning_and_resume(catalog: SqlCatalog, kind: str,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """A file of many stripes / blocks cut into several splits: every record in exactly one
-    split, at its file position; a split resumed at each record offset yields the rest."""
+    split, at its file position; a split resumed at each record offset yields the rest.
+    ``avro-windowed``: read as a big Avro file is (block headers walked through a small
+    read-ahead window, not the whole file in memory)."""
+    if kind == "avro-windowed":
+        monkeypatch.setattr(avro_module, "WHOLE_FILE_BYTES", 0)
+        monkeypatch.setattr(avro_module, "WINDOW_BYTES", 4096)
+        kind = "avro"
     table = new_table(catalog, kind)
     written = data(3000)
     options = {"stripe_size": 4096, "compression": "uncompressed", "batch_size": 100} \
