@@ -1,9 +1,9 @@
 """FileSplit: the immutable unit of work handed from the enumerator to readers.
 
 A split is one byte range of one data file, ``[start, start + length)`` (start
-inclusive, end exclusive). Parquet row groups whose first byte lies in the range
-belong to the split, so cutting a file into consecutive ranges assigns every row
-group to exactly one split. ``resume_rows`` counts the source records (before
+inclusive, end exclusive). Parquet row groups (ORC stripes, Avro blocks) whose first
+byte lies in the range belong to the split, so cutting a file into consecutive ranges
+assigns every row group to exactly one split. ``resume_rows`` counts the source records (before
 deletes and filters) of the split that were already consumed: a reader resumed
 with it skips them. Every field is a plain value, so splits pickle cheaply and
 serialize with :mod:`icefloe.splits.serde`.

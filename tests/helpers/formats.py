@@ -46,10 +46,11 @@ def _path(table: Table, suffix: str) -> str:
 def _data_file(table: Table, path: str, file_format: FileFormat, records: int,
                size: int, split_offsets: list[int] | None,
                content: DataFileContent = DataFileContent.DATA,
-               equality_ids: list[int] | None = None) -> DataFile:
+               equality_ids: list[int] | None = None,
+               partition: Record | None = None) -> DataFile:
     data_file = DataFile.from_args(
         content=content, file_path=path, file_format=file_format,
-        partition=Record(), file_size_in_bytes=size, record_count=records,
+        partition=partition or Record(), file_size_in_bytes=size, record_count=records,
         sort_order_id=None, equality_ids=equality_ids, key_metadata=None,
         split_offsets=split_offsets,
     )
@@ -61,8 +62,10 @@ def write_orc(table: Table, data: pa.Table, *, field_ids: bool = True,
               stripe_size: int = 64 * 1024 * 1024, compression: str = "zstd",
               batch_size: int = 1024, schema: Schema | None = None,
               content: DataFileContent = DataFileContent.DATA,
-              equality_ids: list[int] | None = None) -> DataFile:
-    """Write ``data`` (columns named as ``schema``'s, default the table's) as one ORC file.
+              equality_ids: list[int] | None = None,
+              partition: Record | None = None) -> DataFile:
+    """Write ``data`` (columns named as ``schema``'s, default the table's) as one ORC file
+    (of ``partition`` in the table's current spec, default unpartitioned).
 
     Many small stripes need ``compression="uncompressed"`` (ORC's writer measures a
     compressed stripe in 64 KiB compression blocks) and a small ``batch_size`` (rows
@@ -81,7 +84,7 @@ def write_orc(table: Table, data: pa.Table, *, field_ids: bool = True,
     orc = pa_orc.ORCFile(local)
     offsets = [u.start for u in stripe_units(orc.reader.serialized_file_tail())]
     return _data_file(table, path, FileFormat.ORC, orc.nrows, orc.file_length, offsets,
-                      content, equality_ids)
+                      content, equality_ids, partition)
 
 
 def _strip(field: pa.Field) -> pa.Field:

@@ -56,11 +56,14 @@ from tests.helpers.formats import (
     write_orc,
 )
 from tests.helpers.tables import (
+    EVENTS_SCHEMA,
+    EVENTS_SPEC_BY_DAY,
     POSITION_DELETE_SCHEMA,
     add_equality_deletes,
     add_position_deletes,
     make_table,
 )
+from tests.helpers.tables import rows as events
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=True),
@@ -390,3 +393,26 @@ def test_avro_union_of_several_types_is_refused(catalog: SqlCatalog) -> None:
         partition=Record(), file_size_in_bytes=local.stat().st_size, record_count=1)])
     with pytest.raises(DataFileError, match=r"union.avro.*column 'id' is an Avro union of 3"):
         read(catalog)
+
+
+def test_hive_migrated_orc_files_without_the_partition_column(catalog: SqlCatalog) -> None:
+    """Hive-style ORC files (no field ids, no partition column: the value is in the path)
+    in an identity-partitioned table: ids by name mapping, ``day`` from the partition."""
+    table = make_table(catalog, partition_spec=EVENTS_SPEC_BY_DAY)
+    set_name_mapping(table)
+    file_schema = Schema(*(f for f in EVENTS_SCHEMA.fields if f.name != "day"))
+    days = [dt.date(2024, 1, 1), dt.date(2024, 1, 2)]
+    parts = [events(30, start=100 * i).filter(pc.equal(events(30, start=100 * i)["day"], day))
+             for i, day in enumerate(days)]
+    append_files(table, [
+        write_orc(table, part.drop_columns(["day"]), field_ids=False, schema=file_schema,
+                  partition=Record((day - dt.date(1970, 1, 1)).days))
+        for part, day in zip(parts, days, strict=True)])
+    got = read(catalog)
+    expected = pa.concat_tables(parts)
+    assert expected.num_rows > 10
+    assert_same_rows(got, expected.cast(got.schema))
+    got = read(catalog, filter="day = '2024-01-02' and id >= 105")
+    second = parts[1].filter(pc.greater_equal(parts[1]["id"], 105))
+    assert 0 < second.num_rows
+    assert_same_rows(got, second.cast(got.schema))
