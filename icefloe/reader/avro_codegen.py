@@ -178,6 +178,12 @@ class _Codegen:
         read = f"{_PRIMITIVE_READS[kind]}(d)" if kind != "null" else "None"
         if kind == "int" and logical == "date":
             return pa.date32(), False, read
+        if kind == "int" and logical == "time-millis":  # not written by Iceberg: migrated
+            return pa.time64("us"), False, f"{read} * 1000"
+        if kind == "long" and logical in ("timestamp-millis", "local-timestamp-millis"):
+            utc = str(schema.get("adjust-to-utc", logical == "timestamp-millis")).lower()
+            return (pa.timestamp("us", tz="UTC" if utc == "true" else None), False,
+                    f"{read} * 1000")
         if kind == "long" and logical in ("time-micros", "timestamp-micros",
                                           "timestamp-nanos", "local-timestamp-micros",
                                           "local-timestamp-nanos"):

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import io
+import json
+import os
 import uuid
 from decimal import Decimal
 from pathlib import Path
@@ -19,6 +22,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.orc as pa_orc
 import pytest
+from pyiceberg.avro.encoder import BinaryEncoder
+from pyiceberg.avro.file import MAGIC, META_SCHEMA, AvroFileHeader
+from pyiceberg.avro.resolver import construct_writer
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
@@ -40,6 +46,7 @@ from pyiceberg.types import (
     StringType,
     StructType,
     TimestampType,
+    TimestamptzType,
     TimeType,
     UUIDType,
 )
@@ -358,41 +365,65 @@ def test_orc_time_uuid_and_fixed_as_java_writes_them(catalog: SqlCatalog) -> Non
     ]
 
 
-def test_avro_union_of_several_types_is_refused(catalog: SqlCatalog) -> None:
-    """An Avro file whose column is a union of null, long and string (no Iceberg writer
-    produces one; a hand-made or foreign file might): a typed error naming the column."""
-    import io
-    import json
-    import os
-
-    from pyiceberg.avro.encoder import BinaryEncoder
-    from pyiceberg.avro.file import MAGIC, META_SCHEMA, AvroFileHeader
-    from pyiceberg.avro.resolver import construct_writer
-
-    table = make_table(catalog, schema=Schema(NestedField(1, "id", LongType(), required=True)))
-    avro_schema = {"type": "record", "name": "r", "fields": [
-        {"name": "id", "type": ["null", "long", "string"], "field-id": 1}]}
+def _raw_avro(table: Table, fields: list[dict[str, object]], body: bytes,
+              count: int) -> None:
+    """Commit a one-block Avro data file of ``count`` records with the writer schema
+    ``fields`` and the encoded records ``body`` (what no Iceberg writer produces)."""
     out = io.BytesIO()
     encoder = BinaryEncoder(out)
     sync = os.urandom(16)
+    schema = {"type": "record", "name": "r", "fields": fields}
     construct_writer(META_SCHEMA).write(encoder, AvroFileHeader(
-        MAGIC, {"avro.schema": json.dumps(avro_schema), "avro.codec": "null"}, sync))
-    body = io.BytesIO()
-    BinaryEncoder(body).write_int(1)  # branch 1: long
-    BinaryEncoder(body).write_int(42)
-    encoder.write_int(1)
-    encoder.write_int(len(body.getvalue()))
-    encoder.write(body.getvalue())
+        MAGIC, {"avro.schema": json.dumps(schema), "avro.codec": "null"}, sync))
+    encoder.write_int(count)
+    encoder.write_int(len(body))
+    encoder.write(body)
     encoder.write(sync)
-    path = table.location_provider().new_data_location("union.avro")
+    path = table.location_provider().new_data_location(f"{uuid.uuid4()}-raw.avro")
     local = Path(path.removeprefix("file://"))
     local.parent.mkdir(parents=True, exist_ok=True)
     local.write_bytes(out.getvalue())
     append_files(table, [DataFile.from_args(
         content=DataFileContent.DATA, file_path=path, file_format=FileFormat.AVRO,
-        partition=Record(), file_size_in_bytes=local.stat().st_size, record_count=1)])
-    with pytest.raises(DataFileError, match=r"union.avro.*column 'id' is an Avro union of 3"):
+        partition=Record(), file_size_in_bytes=local.stat().st_size, record_count=count)])
+
+
+def _encoded(*values: int) -> bytes:
+    body = io.BytesIO()
+    for value in values:
+        BinaryEncoder(body).write_int(value)
+    return body.getvalue()
+
+
+def test_avro_union_of_several_types_is_refused(catalog: SqlCatalog) -> None:
+    """An Avro file whose column is a union of null, long and string (no Iceberg writer
+    produces one; a hand-made or foreign file might): a typed error naming the column."""
+    table = make_table(catalog, schema=Schema(NestedField(1, "id", LongType(), required=True)))
+    _raw_avro(table, [{"name": "id", "type": ["null", "long", "string"], "field-id": 1}],
+              _encoded(1, 42), 1)  # branch 1 (long), 42
+    with pytest.raises(DataFileError, match=r"raw.avro.*column 'id' is an Avro union of 3"):
         read(catalog)
+
+
+def test_avro_millisecond_logical_types(catalog: SqlCatalog) -> None:
+    """``timestamp-millis`` and ``time-millis`` (Avro files of migrated tables) read as
+    Iceberg's microsecond timestamptz and time."""
+    table = make_table(catalog, schema=Schema(
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "ts", TimestamptzType(), required=False),
+        NestedField(3, "t", TimeType(), required=False)))
+    _raw_avro(table, [
+        {"name": "id", "type": "long", "field-id": 1},
+        {"name": "ts", "type": ["null", {"type": "long", "logicalType": "timestamp-millis"}],
+         "field-id": 2},
+        {"name": "t", "type": {"type": "int", "logicalType": "time-millis"}, "field-id": 3},
+    ], _encoded(1, 1, 1_700_000_000_123, 3_723_004, 2, 0, 0), 2)
+    got = sorted(read(catalog).to_pylist(), key=lambda r: r["id"])
+    assert got == [
+        {"id": 1, "ts": dt.datetime(2023, 11, 14, 22, 13, 20, 123000, tzinfo=dt.UTC),
+         "t": dt.time(1, 2, 3, 4000)},
+        {"id": 2, "ts": None, "t": dt.time(0, 0)},
+    ]
 
 
 def test_hive_migrated_orc_files_without_the_partition_column(catalog: SqlCatalog) -> None:
