@@ -181,8 +181,7 @@ class _Codegen:
         if kind == "int" and logical == "time-millis":  # not written by Iceberg: migrated
             return pa.time64("us"), False, f"{read} * 1000"
         if kind == "long" and logical in ("timestamp-millis", "local-timestamp-millis"):
-            utc = str(schema.get("adjust-to-utc", logical == "timestamp-millis")).lower()
-            return (pa.timestamp("us", tz="UTC" if utc == "true" else None), False,
+            return (pa.timestamp("us", tz="UTC" if _utc(schema, logical) else None), False,
                     f"{read} * 1000")
         if kind == "long" and logical in ("time-micros", "timestamp-micros",
                                           "timestamp-nanos", "local-timestamp-micros",
@@ -190,10 +189,7 @@ class _Codegen:
             if logical == "time-micros":
                 return pa.time64("us"), False, read
             unit = "ns" if logical.endswith("nanos") else "us"
-            # Java's AvroSchemaUtil.isTimestamptz: no adjust-to-utc property means UTC
-            utc = str(schema.get("adjust-to-utc", not logical.startswith("local"))) \
-                .lower() == "true"
-            return pa.timestamp(unit, tz="UTC" if utc else None), False, read
+            return pa.timestamp(unit, tz="UTC" if _utc(schema, logical) else None), False, read
         if kind == "string" and logical != "uuid" and self.depth == 0:
             # top-level strings stay UTF-8 bytes: one Arrow cast (with validation) per
             # batch costs less than a str per value
@@ -258,6 +254,12 @@ class _Codegen:
         element = pa.field("element", item_type, nullable=item_null,
                            metadata=_id_meta(schema.get("element-id")))
         return pa.list_(element), False, f"read_blocks(d, {self.function(item_expr)})"
+
+
+def _utc(schema: dict[str, Any], logical: str) -> bool:
+    """Whether a timestamp is UTC-adjusted: its ``adjust-to-utc`` property, else not a
+    ``local-`` type (Java's ``AvroSchemaUtil.isTimestamptz``: no property means UTC)."""
+    return str(schema.get("adjust-to-utc", not logical.startswith("local"))).lower() == "true"
 
 
 def _id_meta(field_id: Any) -> dict[bytes, bytes] | None:
