@@ -1,6 +1,6 @@
 """Reading delete files and applying them to batches of a data file.
 
-Runs on a worker. Position deletes (Parquet / Avro-free Parquet position files and
+Runs on a worker. Position deletes (position delete files in Parquet, ORC or Avro, and
 Puffin deletion vectors) become a sorted array of deleted row positions per data
 file; equality deletes become a set of key values per equality-id group. Delete
 file contents are cached per reader (many data files of a partition share them).
@@ -43,6 +43,13 @@ class DeleteLoader:
         return value
 
     def _open_parquet(self, ref: DeleteFileRef, split: FileSplit) -> pa.Table:
+        if ref.file_format in ("ORC", "AVRO"):  # Java writes delete files in every format
+            from icefloe.reader.files import FileOpener
+            from icefloe.reader.formats import read_table
+
+            return read_table(FileOpener(self.io), ref.path, ref.file_format,
+                              f"delete file {ref.path} (applies to {split.file_path}, "
+                              f"snapshot {split.snapshot_id})")
         try:
             with self.io.new_input(ref.path).open() as f:
                 return pq.read_table(f)

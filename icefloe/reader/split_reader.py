@@ -223,7 +223,8 @@ class SplitReader:
         skipped, and a broken file raises :meth:`read`'s typed error.
 
         Raises:
-            DataFileError: a data or delete file is missing, unreadable or not Parquet.
+            DataFileError: a data or delete file is missing, unreadable or of an unknown
+                format (icefloe reads Parquet, ORC and Avro).
         """
         run: list[FileSplit] = []
         for split in splits:
@@ -262,7 +263,8 @@ class SplitReader:
         if split.file_format != "PARQUET":
             raise DataFileError(
                 f"data file {split.file_path} (snapshot {split.snapshot_id}) is "
-                f"{split.file_format}; icefloe reads Parquet data files only"
+                f"{split.file_format}, not PARQUET (ORC and Avro splits are read by "
+                "icefloe.reader.formats)"
             )
         try:
             stream, pre_buffer = self.files.open_for_parquet(split.file_path)
@@ -350,8 +352,14 @@ class SplitReader:
         included; after the last pair it equals the split's total source records.
 
         Raises:
-            DataFileError: a data or delete file is missing, unreadable or not Parquet.
+            DataFileError: a data or delete file is missing, unreadable or of an unknown
+                format (icefloe reads Parquet, ORC and Avro).
         """
+        if split.file_format != "PARQUET":  # ORC, Avro: the same processing per batch
+            from icefloe.reader.formats import read_progress
+
+            yield from read_progress(self, split)
+            return
         ctx = self.context
         opened = self._open(split)
         try:

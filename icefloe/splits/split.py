@@ -1,9 +1,9 @@
 """FileSplit: the immutable unit of work handed from the enumerator to readers.
 
 A split is one byte range of one data file, ``[start, start + length)`` (start
-inclusive, end exclusive). Parquet row groups whose first byte lies in the range
-belong to the split, so cutting a file into consecutive ranges assigns every row
-group to exactly one split. ``resume_rows`` counts the source records (before
+inclusive, end exclusive). Parquet row groups (ORC stripes, Avro blocks) whose first
+byte lies in the range belong to the split, so cutting a file into consecutive ranges
+assigns every row group to exactly one split. ``resume_rows`` counts the source records (before
 deletes and filters) of the split that were already consumed: a reader resumed
 with it skips them. Every field is a plain value, so splits pickle cheaply and
 serialize with :mod:`icefloe.splits.serde`.
@@ -57,7 +57,7 @@ class FileSplit:
     Attributes:
         split_id: deterministic id (same file, range and snapshot -> same id in any process).
         file_path: data file location.
-        file_format: ``PARQUET`` (ORC / AVRO are refused by the reader with a clear error).
+        file_format: ``PARQUET``, ``ORC`` or ``AVRO`` (the reader refuses others, typed).
         start: first byte of the range (inclusive).
         length: bytes in the range; ``start + length`` is exclusive.
         record_count: records in the range; exact for a whole file, pro-rated for a part.

@@ -264,7 +264,8 @@ def test_corrupt_data_file(catalog: SqlCatalog, big: Table) -> None:
         list(SplitReader(plan.context).read(split))
 
 
-def test_non_parquet_split_is_refused(shared: tuple[SqlCatalog, Table]) -> None:
+def test_split_of_another_format_than_its_file(shared: tuple[SqlCatalog, Table]) -> None:
+    """A Parquet file its split calls ORC: a typed error naming the format."""
     catalog, _ = shared
     plan = _plan(catalog)
     (split,) = list(plan.splits())
