@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyiceberg.io.pyarrow import ArrowAccessor, ArrowProjectionVisitor
 from pyiceberg.schema import Schema, visit_with_partner
 from pyiceberg.types import ListType, MapType
@@ -23,6 +24,23 @@ from pyiceberg.types import ListType, MapType
 def _mask(array: pa.Array) -> pa.Array | None:
     """The null mask of ``array`` (True where null), None when it has no nulls."""
     return array.is_null() if array.null_count else None
+
+
+def _zero_based(offsets: pa.Array, *children: pa.Array) -> tuple[pa.Array, list[pa.Array]]:
+    """``offsets`` rebased to start at 0 and ``children`` (the unsliced child arrays the
+    offsets point into) cut to the range they cover.
+
+    A sliced list or map array (an ORC stripe's batch, a slice of a bigger batch) has
+    offsets that start past 0; Arrow builds such an array back with a null mask only
+    from zero-based offsets ("Null bitmap with offsets slice not supported").
+    """
+    if len(offsets) == 0:
+        return offsets, list(children)
+    start, end = offsets[0].as_py(), offsets[-1].as_py()
+    if start == 0 and all(len(c) == end for c in children):
+        return offsets, list(children)
+    rebased = pc.subtract(offsets, pa.scalar(start, offsets.type))
+    return rebased, [c.slice(start, end - start) for c in children]
 
 
 class _NullKeepingProjection(ArrowProjectionVisitor):
@@ -37,7 +55,7 @@ class _NullKeepingProjection(ArrowProjectionVisitor):
         element = self._construct_field(list_type.element_field, value_array.type)
         if isinstance(list_array, pa.FixedSizeListArray):
             list_array = list_array.cast(pa.list_(list_array.type.value_field))
-        offsets = list_array.offsets
+        offsets, (value_array,) = _zero_based(list_array.offsets, value_array)
         if isinstance(list_array, pa.LargeListArray):
             return pa.LargeListArray.from_arrays(offsets, value_array, pa.large_list(element),
                                                  mask=_mask(list_array))
@@ -54,7 +72,9 @@ class _NullKeepingProjection(ArrowProjectionVisitor):
             self._construct_field(map_type.key_field, key_result.type),
             self._construct_field(map_type.value_field, value_result.type),
         )
-        return pa.MapArray.from_arrays(map_array.offsets, key_result, value_result,
+        offsets, (key_result, value_result) = _zero_based(map_array.offsets, key_result,
+                                                          value_result)
+        return pa.MapArray.from_arrays(offsets, key_result, value_result,
                                        type=map_type_arrow, mask=_mask(map_array))
 
 

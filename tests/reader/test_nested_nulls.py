@@ -114,3 +114,34 @@ def test_columns_in_the_order_asked_on_every_local_path(module_catalog: SqlCatal
     assert got.column_names == ["nested", "id"]
     assert sorted(got.column("id").to_pylist()) == sorted(
         i for i in expected.column("id").to_pylist() if i >= 300)
+
+
+def test_projection_of_a_sliced_batch_keeps_nulls() -> None:
+    """A batch that is a slice (an ORC stripe's batch, part of a bigger batch) has list and
+    map offsets that start past 0; the projection rebases them and keeps every null."""
+    from pyiceberg.io.pyarrow import pyarrow_to_schema
+    from pyiceberg.table.name_mapping import MappedField, NameMapping
+
+    from icefloe.reader.projection import to_requested_schema
+
+    point = pa.struct([("x", pa.int32())])
+    data = pa.table({
+        "l": pa.array([[{"x": 1}], None, [], [{"x": 2}, None], None], pa.list_(point)),
+        "m": pa.array([[("a", {"x": 1})], None, [], [("b", None)], None],
+                      pa.map_(pa.string(), point)),
+    })
+    mapping = NameMapping([
+        MappedField(field_id=1, names=["l"], fields=[
+            MappedField(field_id=3, names=["element"], fields=[
+                MappedField(field_id=4, names=["x"])])]),
+        MappedField(field_id=2, names=["m"], fields=[
+            MappedField(field_id=5, names=["key"]),
+            MappedField(field_id=6, names=["value"], fields=[
+                MappedField(field_id=7, names=["x"])])]),
+    ])
+    schema = pyarrow_to_schema(data.schema, name_mapping=mapping)
+    batch = data.to_batches()[0].slice(1, 4)  # offsets of both columns start past 0
+    out = to_requested_schema(schema, schema, batch, downcast_ns_timestamp_to_us=True,
+                              projected_missing_fields={})
+    assert out.to_pylist() == batch.to_pylist()
+    assert out.column("l").null_count == 2 and out.column("m").null_count == 2
