@@ -35,6 +35,7 @@ PyIceberg's full entries (:mod:`icefloe.enumerator.discovery`).
 from __future__ import annotations
 
 import json
+import struct
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import Any, NamedTuple
@@ -88,11 +89,22 @@ _DECODER: Callable[[bytes], BinaryDecoder] = type(new_decoder(b""))
 # PyIceberg's primitive readers are one decoder call: inline that call. Keyed by the
 # reader class's method, so subclasses that keep it (DateReader, TimestampReader, ...)
 # are inlined and any reader that overrides it is called as itself.
+# Doubles are not the decoder's read_double: PyIceberg 0.12's Cython decoder narrows it
+# (and so DoubleReader.read) to 32-bit precision (apache/iceberg-python#3808), which
+# rounded identity partition values of double columns. ``read_double_exact`` unpacks
+# the 8 little-endian bytes itself.
 _INLINE_READS: dict[Any, str] = {
     IntegerReader.read: "read_int", StringReader.read: "read_utf8",
     BinaryReader.read: "read_bytes", BooleanReader.read: "read_boolean",
-    FloatReader.read: "read_float", DoubleReader.read: "read_double",
+    FloatReader.read: "read_float", DoubleReader.read: "read_double_exact",
 }
+_unpack_double = struct.Struct("<d").unpack
+
+
+def read_double_exact(decoder: BinaryDecoder) -> float:
+    """One Avro double (8 bytes, little-endian IEEE 754) at full precision."""
+    return float(_unpack_double(decoder.read(8))[0])
+
 _INLINE_SKIPS: dict[Any, str] = {
     IntegerReader.skip: "skip_int", StringReader.skip: "skip_utf8",
     BinaryReader.skip: "skip_bytes", BooleanReader.skip: "skip_boolean",
@@ -158,7 +170,9 @@ class CodegenBase:
         self.namespace: dict[str, Any] = {
             name: getattr(_DECODER, name)
             for name in (*_INLINE_READS.values(), *_INLINE_SKIPS.values(), "skip", *extra)
+            if name != "read_double_exact"
         }
+        self.namespace["read_double_exact"] = read_double_exact
 
     def bind(self, value: Any) -> str:
         """A name for ``value`` in the generated function's globals."""
