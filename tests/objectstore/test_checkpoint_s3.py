@@ -187,6 +187,6 @@ def test_s3_properties_in_pyiceberg_names_configure_pyarrow(seaweed: SeaweedFS) 
         "s3.force-virtual-addressing": "false", "s3.connect-timeout": "5",
     })
     assert s3.get_file_info(seaweed.bucket).type == pafs.FileType.Directory
-    with pytest.raises(OSError, match="ACCESS_DENIED"):
-        with s3.open_output_stream(f"{seaweed.bucket}/ro/x") as out:
-            out.write(b"x")
+    with pytest.raises(OSError, match="ACCESS_DENIED"), \
+            s3.open_output_stream(f"{seaweed.bucket}/ro/x") as out:
+        out.write(b"x")
