@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import re
 from collections.abc import Callable, Mapping
 from typing import TypeVar
@@ -66,12 +67,13 @@ def s3_filesystem(properties: Mapping[str, str]) -> pafs.S3FileSystem:
     ``s3.region``, ``s3.force-virtual-addressing``, ``s3.connect-timeout``,
     ``s3.request-timeout`` (seconds), ``s3.proxy-uri``, ``s3.role-arn``,
     ``s3.role-session-name``, ``s3.anonymous`` (``client.*`` names as fallbacks, as in
-    PyIceberg). Whatever is not given comes from the AWS
-    defaults (``AWS_*`` environment variables, ``~/.aws``, instance metadata), as for
-    PyIceberg's own FileIO.
+    PyIceberg). Whatever is not given comes from the AWS defaults (``AWS_*`` environment
+    variables, ``~/.aws``, instance metadata), as for PyIceberg's own FileIO; without
+    ``s3.endpoint``, ``AWS_ENDPOINT_URL_S3`` or ``AWS_ENDPOINT_URL`` names the endpoint.
     """
     kwargs: dict[str, object] = {}
-    endpoint = properties.get("s3.endpoint")
+    endpoint = (properties.get("s3.endpoint") or os.environ.get("AWS_ENDPOINT_URL_S3")
+                or os.environ.get("AWS_ENDPOINT_URL"))
     if endpoint:
         scheme, sep, rest = endpoint.partition("://")
         if sep:

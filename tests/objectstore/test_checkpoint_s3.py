@@ -190,3 +190,22 @@ def test_s3_properties_in_pyiceberg_names_configure_pyarrow(seaweed: SeaweedFS) 
     with pytest.raises(OSError, match="ACCESS_DENIED"), \
             s3.open_output_stream(f"{seaweed.bucket}/ro/x") as out:
         out.write(b"x")
+
+
+def test_cli_shows_an_s3_checkpoint_with_aws_environment_variables(
+        seaweed: SeaweedFS, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from icefloe.cli import main
+    from tests.helpers.seaweed import ACCESS_KEY
+
+    store = _store(seaweed)
+    store.write(_ckpt(7))
+    for name, value in {"AWS_ENDPOINT_URL": seaweed.s3_endpoint, "AWS_REGION": "us-east-1",
+                        "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+                        "AWS_SECRET_ACCESS_KEY": SECRET_KEY}.items():
+        monkeypatch.setenv(name, value)
+    assert main(["checkpoint", "show", store.uri, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["lastAckedSnapshotID"] == str(_ckpt(7).position.snapshot_id)
