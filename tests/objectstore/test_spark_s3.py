@@ -40,7 +40,7 @@ def test_structured_streaming_available_now(spark: SparkSession,  # noqa: F811
                                             s3_catalog: S3Catalog, history: History,
                                             tmp_path: Path) -> None:
     reader = _with_options(spark.readStream.format("icefloe"),
-                           s3_catalog.options(maxFilesPerTrigger=12))
+                           s3_catalog.options(maxFilesPerTrigger=4))
     query = (reader.load(history.identifier).writeStream.format("parquet")
              .option("path", str(tmp_path / "out"))
              .option("checkpointLocation", str(tmp_path / "ckpt"))
