@@ -61,8 +61,11 @@ PERMANENT_STORE_ERRORS = (
     "INVALID_CLIENT_TOKEN_ID", "UNRECOGNIZED_CLIENT", "MISSING_AUTHENTICATION_TOKEN",
     "NO_SUCH_BUCKET", "NO_SUCH_KEY", "NO_SUCH_UPLOAD", "RESOURCE_NOT_FOUND",
     "INVALID_SIGNATURE", "EXPIRED_TOKEN", "INVALID_BUCKET_NAME",
-    # older PyArrow: ``AWS Error [code 15]`` is ACCESS_DENIED, 16 NO_SUCH_BUCKET, 17 NO_SUCH_KEY
-    "AWS Error [code 15]", "AWS Error [code 16]", "AWS Error [code 17]",
+    # older PyArrow prints the AWS SDK's CoreErrors number: 3 INVALID_CLIENT_TOKEN_ID,
+    # 15 ACCESS_DENIED, 16 RESOURCE_NOT_FOUND, 17 UNRECOGNIZED_CLIENT,
+    # 22 SIGNATURE_DOES_NOT_MATCH, 23 INVALID_ACCESS_KEY_ID
+    "AWS Error [code 3]", "AWS Error [code 15]", "AWS Error [code 16]",
+    "AWS Error [code 17]", "AWS Error [code 22]", "AWS Error [code 23]",
     # S3 error codes as other clients print them
     "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "NoSuchBucket",
     "NoSuchKey", "Path does not exist",
