@@ -16,7 +16,8 @@ Write (one writer per location, the enumerator):
 1. encode ``ckpt`` and decode it back (never install bytes that do not read back);
 2. PUT it as generation ``newest + 1`` (a new name: nothing existing is touched);
 3. GET it back and check it is byte-identical (else delete it; the previous stays);
-4. delete the generations older than the previous good one (best effort).
+4. delete the generations older than the previous good one (best effort; the ones this
+   writer listed at its start or wrote since, so a write costs no listing).
 
 Read: list the prefix, then try the generations newest first and return the first one
 that decodes (its CRC32 checks); a skipped newer one is logged as a WARNING. As on a
@@ -129,6 +130,7 @@ class ObjectCheckpointStore:
         self._newest: int | None = None  # newest generation this writer knows
         self._good: int | None = None  # newest generation known to decode
         self._checked = False
+        self._present: set[int] = set()  # generations listed or written, not yet deleted
 
     def __repr__(self) -> str:
         return f"ObjectCheckpointStore({self.uri!r})"
@@ -218,6 +220,7 @@ class ObjectCheckpointStore:
         generations = self._generations()
         self._newest = generations[-1] if generations else 0
         self._checked = True
+        self._present = set(generations)
         problems: list[str] = []
         for generation in reversed(generations):
             data = self._get(generation)
@@ -263,16 +266,17 @@ class ObjectCheckpointStore:
         generation = (self._newest or 0) + 1
         self._put(generation, data)
         self._newest = generation
+        self._present.add(generation)
         if self._get(generation) != data:
             self._delete(generation)
             raise CheckpointCorruptError(
                 f"checkpoint {self._where(generation_name(generation))} does not read back "
                 "as written; the previous checkpoint is kept")
         previous, self._good = self._good, generation
-        if previous is not None:
-            for old in self._generations():
-                if old < previous:
-                    self._delete(old)
+        if previous is not None:  # no listing: one writer knows what it listed and wrote
+            for old in sorted(g for g in self._present if g < previous):
+                self._delete(old)
+                self._present.discard(old)
         log.debug("wrote checkpoint %s at %s", self._where(generation_name(generation)),
                   ckpt.position.describe())
 
@@ -281,6 +285,7 @@ class ObjectCheckpointStore:
         generations = self._generations()
         self._newest = generations[-1] if generations else 0
         self._checked = True
+        self._present = set(generations)
         for generation in reversed(generations):
             data = self._get(generation)
             if data is None:
