@@ -161,6 +161,10 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    if args.s3:
+        from icefloe.demo_s3 import run_s3_demo
+
+        return run_s3_demo(home=args.home, spark=args.spark, stream=not args.no_stream)
     from icefloe.demo import run_demo
 
     return run_demo(home=args.home, spark=args.spark, stream=not args.no_stream)
@@ -217,6 +221,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--spark", action=argparse.BooleanOptionalAction, default=None,
                    help="also backfill through local Spark (default: when PySpark is installed)")
     p.add_argument("--no-stream", action="store_true", help="skip the continuous part")
+    p.add_argument("--s3", action="store_true",
+                   help="start a local SeaweedFS: data in S3 behind its Iceberg REST catalog")
     p.set_defaults(func=cmd_demo)
     return parser
 

@@ -88,6 +88,15 @@ def run_demo(home: str = "icefloe-demo", spark: bool | None = None, stream: bool
         op = snap.summary.operation.value if snap.summary else "?"
         _say(f"   snapshot {snap.snapshot_id}  {op:<9} parent={snap.parent_snapshot_id}")
 
+    return 0 if read_back(catalog, table, root, {"catalog.home": str(root)}, spark,
+                          stream) else 1
+
+
+def read_back(catalog: Catalog, table: Table, root: Path, spark_options: dict[str, str],
+              spark: bool | None, stream: bool, checkpoint: str | None = None) -> bool:
+    """Plan, backfill (local engine, then Spark) and stream ``table``; True when every
+    count matches PyIceberg's. ``spark_options`` reach the same catalog from Spark
+    (``catalog.<prop>`` options); ``checkpoint`` is the stream's (default under ``root``)."""
     src = IcebergSource(TABLE, catalog=catalog)
     splits = list(src.plan())
     _say(f"== plan: {len(splits)} splits over {len({s.file_path for s in splits})} files")
@@ -112,16 +121,16 @@ def run_demo(home: str = "icefloe-demo", spark: bool | None = None, stream: bool
 
     use_spark = spark if spark is not None else importlib.util.find_spec("pyspark") is not None
     if use_spark:
-        ok = _spark_part(catalog, root, oracle.num_rows) and ok
+        ok = _spark_part(spark_options, oracle.num_rows) and ok
     if stream:
         from icefloe.demo_stream import run_stream_demo
 
-        ok = run_stream_demo(catalog, table, root, _say) and ok
+        ok = run_stream_demo(catalog, table, root, _say, checkpoint) and ok
     _say("== demo " + ("OK" if ok else "FAILED: counts differ"))
-    return 0 if ok else 1
+    return ok
 
 
-def _spark_part(catalog: Catalog, root: Path, expected: int) -> bool:
+def _spark_part(options: dict[str, str], expected: int) -> bool:
     try:
         import icefloe.spark
     except ImportError:
@@ -129,9 +138,7 @@ def _spark_part(catalog: Catalog, root: Path, expected: int) -> bool:
         return True
     spark = icefloe.spark.session(app_name="icefloe-demo")
     try:
-        df = (spark.read.format("icefloe")
-              .option("catalog.home", str(root))
-              .load(TABLE))
+        df = spark.read.format("icefloe").options(**options).load(TABLE)
         count = df.count()
         by_kind = {r["kind"]: r["count"] for r in df.groupBy("kind").count().collect()}
         _say(f"== backfill through local Spark: {count} rows; per kind {by_kind}")

@@ -21,13 +21,20 @@ OPTIONS = {"pollIntervalMs": "200", "ignoreDeletes": "true", "startingVersion": 
 
 
 def run_stream_demo(catalog: Catalog, table: Table, root: Path,
-                    say: Callable[[str], None]) -> bool:
+                    say: Callable[[str], None], checkpoint: str | None = None) -> bool:
     """Stream ``table`` while committing appends and one delete; returns True when
-    every appended row arrived exactly once, across a stop and a resume."""
+    every appended row arrived exactly once, across a stop and a resume.
+
+    ``checkpoint``: the checkpoint location (default ``root/checkpoint``, emptied first;
+    a URI must name a new, empty location)."""
     from icefloe.demo import TABLE, demo_rows
 
-    ckpt = root / "checkpoint"
-    shutil.rmtree(ckpt, ignore_errors=True)
+    ckpt: str | Path
+    if checkpoint is None:
+        ckpt = root / "checkpoint"
+        shutil.rmtree(ckpt, ignore_errors=True)
+    else:
+        ckpt = checkpoint
     say(f"== continuous ingestion from the head (startingVersion=latest), checkpoint {ckpt}")
     say("   policy: ignoreDeletes=true (a delete snapshot is skipped, not a failure)")
     seen: list[int] = []

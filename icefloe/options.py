@@ -252,6 +252,9 @@ class SourceOptions:
     max_attempts: int = 4
     retry_backoff_ms: int = 200
     catalog_properties: tuple[tuple[str, str], ...] = ()
+    checkpoint_properties: tuple[tuple[str, str], ...] = ()
+    """``checkpoint.<prop>`` options (prefix removed): FileIO properties of the checkpoint
+    store (``s3.endpoint``, ``s3.access-key-id``...) over the catalog's own."""
     given: frozenset[str] = field(default_factory=frozenset)
     """Canonical names of the options the user set (defaults are not in it)."""
     pending_mode_aliases: tuple[tuple[str, str], ...] = ()
@@ -266,6 +269,7 @@ class SourceOptions:
         """
         values: dict[str, Any] = {}
         catalog_props: dict[str, str] = {}
+        checkpoint_props: dict[str, str] = {}
         pending: list[tuple[str, str]] = []
         given: dict[str, str] = {}
         ref_kind = "any"
@@ -274,6 +278,9 @@ class SourceOptions:
                 continue
             if key.startswith("catalog."):
                 catalog_props[key[len("catalog.") :]] = str(value)
+                continue
+            if key.startswith("checkpoint."):
+                checkpoint_props[key[len("checkpoint.") :]] = str(value)
                 continue
             if key in _MODE_ALIASES:
                 pending.append((key, str(value)))
@@ -307,6 +314,7 @@ class SourceOptions:
         options = cls(
             **parsed,
             catalog_properties=tuple(sorted(catalog_props.items())),
+            checkpoint_properties=tuple(sorted(checkpoint_props.items())),
             given=frozenset(given),
             pending_mode_aliases=tuple(pending),
         )
@@ -423,16 +431,23 @@ class SourceOptions:
         """The ``catalog.<prop>`` options, without the prefix."""
         return dict(self.catalog_properties)
 
+    def checkpoint_props(self) -> dict[str, str]:
+        """The ``checkpoint.<prop>`` options, without the prefix."""
+        return dict(self.checkpoint_properties)
+
     def __repr__(self) -> str:
-        # catalog properties may hold credentials: show only their keys
+        # catalog and checkpoint properties may hold credentials: show only their keys
         set_fields = {
             f.name: getattr(self, f.name)
             for f in dataclasses.fields(self)
-            if f.name not in ("catalog_properties", "given", "pending_mode_aliases")
+            if f.name not in ("catalog_properties", "checkpoint_properties", "given",
+                              "pending_mode_aliases")
             and getattr(self, f.name) != f.default
         }
         keys = [k for k, _ in self.catalog_properties]
-        return f"SourceOptions({set_fields}, catalog_properties={keys})"
+        checkpoint_keys = [k for k, _ in self.checkpoint_properties]
+        return (f"SourceOptions({set_fields}, catalog_properties={keys}, "
+                f"checkpoint_properties={checkpoint_keys})")
 
 
 def raw_keys(raw: Mapping[str, Any] | None) -> set[str]:

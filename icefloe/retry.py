@@ -6,11 +6,23 @@ rows), and the local stream's enumeration loop retries catalog refreshes and
 planning (manifest reads). Everything else fails fast.
 
 Transient (worth retrying): ``OSError`` (which includes ``ConnectionError`` and
-``TimeoutError``) except the ones that do not heal by waiting (file missing, permission
-denied, is-a-directory); icefloe's :class:`CatalogError` except
-:class:`CatalogAuthError`, :class:`TableNotFoundError` and :class:`RefNotFoundError`;
-a :class:`DataFileError` whose cause chain holds a transient ``OSError``.
-Everything else (corrupt data, policy failures, lineage errors, bugs) is permanent.
+``TimeoutError``) except the ones that do not heal by waiting (see
+:func:`is_permanent_os_error`: file missing, permission denied, is-a-directory, and the
+same faults as object stores report them); icefloe's :class:`CatalogError` except
+:class:`CatalogAuthError`, :class:`TableNotFoundError`, :class:`RefNotFoundError` and
+one caused by a permanent ``OSError`` (a SQL catalog's metadata file access-denied);
+a :class:`DataFileError` or :class:`CheckpointError` whose cause chain holds a transient
+``OSError``. Everything else (corrupt data, policy failures, lineage errors, bugs) is
+permanent.
+
+Object stores. PyArrow's S3 filesystem raises a plain ``OSError`` whose message carries
+the AWS error name (``AWS Error ACCESS_DENIED during HeadObject operation``,
+``AWS Error NETWORK_CONNECTION ...``, ``AWS Error SLOW_DOWN ...``); it translates only a
+missing key into ``FileNotFoundError``. Those names are classified here: access denied,
+bad or unknown keys, bad signatures, no such bucket / key are permanent; network
+errors, timeouts, throttling (503 SlowDown) and server errors stay transient. PyArrow's
+AWS SDK has already retried a throttled or failed request a few times (its standard
+retry strategy) before icefloe sees it.
 
 After ``max_attempts`` attempts the last error is raised unchanged, so the caller
 sees the same typed error it would have seen without retrying.
@@ -27,6 +39,7 @@ from typing import TYPE_CHECKING, TypeVar
 from icefloe.errors import (
     CatalogAuthError,
     CatalogError,
+    CheckpointError,
     DataFileError,
     RefNotFoundError,
     TableNotFoundError,
@@ -41,6 +54,23 @@ T = TypeVar("T")
 _PERMANENT_OS_ERRORS = (FileNotFoundError, PermissionError, IsADirectoryError,
                         NotADirectoryError)
 _PERMANENT_CATALOG_ERRORS = (CatalogAuthError, TableNotFoundError, RefNotFoundError)
+
+PERMANENT_STORE_ERRORS = (
+    # AWS SDK error names as PyArrow prints them (``AWS Error <NAME> during ...``)
+    "ACCESS_DENIED", "INVALID_ACCESS_KEY_ID", "SIGNATURE_DOES_NOT_MATCH",
+    "INVALID_CLIENT_TOKEN_ID", "UNRECOGNIZED_CLIENT", "MISSING_AUTHENTICATION_TOKEN",
+    "NO_SUCH_BUCKET", "NO_SUCH_KEY", "NO_SUCH_UPLOAD", "RESOURCE_NOT_FOUND",
+    "INVALID_SIGNATURE", "EXPIRED_TOKEN", "INVALID_BUCKET_NAME",
+    # older PyArrow prints the AWS SDK's CoreErrors number: 3 INVALID_CLIENT_TOKEN_ID,
+    # 15 ACCESS_DENIED, 16 RESOURCE_NOT_FOUND, 17 UNRECOGNIZED_CLIENT,
+    # 22 SIGNATURE_DOES_NOT_MATCH, 23 INVALID_ACCESS_KEY_ID
+    "AWS Error [code 3]", "AWS Error [code 15]", "AWS Error [code 16]",
+    "AWS Error [code 17]", "AWS Error [code 22]", "AWS Error [code 23]",
+    # S3 error codes as other clients print them
+    "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "NoSuchBucket",
+    "NoSuchKey", "Path does not exist",
+)
+"""Markers of an object-store error that waiting does not heal (matched in the message)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,21 +107,41 @@ class RetryPolicy:
 NO_RETRY = RetryPolicy(max_attempts=1, backoff_ms=0)
 
 
+def is_permanent_os_error(exc: OSError) -> bool:
+    """Whether an ``OSError`` reports a fault waiting does not heal.
+
+    Local: file missing, permission denied, is / is not a directory. Object stores
+    (module docstring): access denied, unknown or bad credentials, no such bucket or key.
+    """
+    if isinstance(exc, _PERMANENT_OS_ERRORS):
+        return True
+    text = str(exc)
+    return any(marker in text for marker in PERMANENT_STORE_ERRORS)
+
+
+def _os_cause(exc: BaseException) -> OSError | None:
+    """The first ``OSError`` in ``exc``'s cause chain (a bounded walk), or None."""
+    cause = exc.__cause__
+    seen = 0
+    while cause is not None and seen < 8:
+        if isinstance(cause, OSError):
+            return cause
+        cause, seen = cause.__cause__, seen + 1
+    return None
+
+
 def is_transient(exc: BaseException) -> bool:
     """Whether ``exc`` may go away by itself (see the module docstring for the rule)."""
-    if isinstance(exc, _PERMANENT_OS_ERRORS + _PERMANENT_CATALOG_ERRORS):
+    if isinstance(exc, _PERMANENT_CATALOG_ERRORS):
         return False
-    if isinstance(exc, (OSError, CatalogError)):
-        return True
-    if isinstance(exc, DataFileError):
-        cause = exc.__cause__
-        seen = 0
-        while cause is not None and seen < 8:  # bounded walk of the cause chain
-            if isinstance(cause, _PERMANENT_OS_ERRORS):
-                return False
-            if isinstance(cause, OSError):
-                return True
-            cause, seen = cause.__cause__, seen + 1
+    if isinstance(exc, OSError):
+        return not is_permanent_os_error(exc)
+    if isinstance(exc, CatalogError):
+        cause = _os_cause(exc)
+        return cause is None or not is_permanent_os_error(cause)
+    if isinstance(exc, DataFileError | CheckpointError):
+        cause = _os_cause(exc)
+        return cause is not None and not is_permanent_os_error(cause)
     return False
 
 

@@ -18,6 +18,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.refs import SnapshotRefType
 from pyiceberg.table.snapshots import Snapshot
 
+from icefloe.catalog.loader import auth_error
 from icefloe.errors import CatalogError, RefNotFoundError, SnapshotNotFoundError, TableNotFoundError
 
 log = logging.getLogger(__name__)
@@ -181,9 +182,13 @@ def _guard(catalog: Catalog, identifier: str, call: Callable[[], T]) -> T:
     except CatalogError:
         raise
     except Exception as exc:
+        refused = auth_error(catalog.name, exc)
+        if refused is not None:
+            raise refused from exc
+        reason = " ".join(str(exc).split())  # one line
         raise CatalogError(
             f"catalog {catalog.name!r} failed to load table {identifier!r}: "
-            f"{type(exc).__name__}: {exc}"
+            f"{type(exc).__name__}: {reason}"
         ) from exc
 
 

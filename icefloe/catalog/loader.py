@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyiceberg.catalog import Catalog, load_catalog
 
-from icefloe.errors import CatalogError
+from icefloe.errors import CatalogAuthError, CatalogError
 
 if TYPE_CHECKING:  # SQLAlchemy is imported only when the embedded catalog is opened
     from pyiceberg.catalog.sql import SqlCatalog
@@ -46,6 +46,25 @@ def embedded_catalog(home: str | os.PathLike[str] | None = None) -> SqlCatalog:
     )
 
 
+def auth_error(catalog_name: str, exc: BaseException) -> CatalogAuthError | None:
+    """A :class:`CatalogAuthError` when ``exc`` is a catalog's refusal of the credentials.
+
+    PyIceberg's REST catalog raises ``OAuthError`` (the token endpoint refused the client
+    credentials), ``UnauthorizedError`` (401) and ``ForbiddenError`` (403). Such a refusal
+    does not heal by waiting, so it is never retried. The message names the catalog and
+    the property to fix, never a credential's value.
+    """
+    from pyiceberg.exceptions import ForbiddenError, OAuthError, UnauthorizedError
+
+    if not isinstance(exc, OAuthError | UnauthorizedError | ForbiddenError):
+        return None
+    reason = " ".join(str(exc).split())  # one line
+    return CatalogAuthError(
+        f"catalog {catalog_name!r} refused the credentials ({type(exc).__name__}: {reason}); "
+        "check its credential / token properties (catalog.credential, catalog.token or "
+        "PYICEBERG_CATALOG__<NAME>__CREDENTIAL)")
+
+
 def _configured(name: str) -> bool:
     """Whether PyIceberg's config file or environment defines catalog ``name``."""
     from pyiceberg.utils.config import Config
@@ -69,6 +88,7 @@ def open_catalog(catalog: str | Catalog | None,
             default.
 
     Raises:
+        CatalogAuthError: the catalog refused the credentials (not worth retrying).
         CatalogError: the catalog could not be opened (message names the catalog, never
             property values, which may be credentials).
     """
@@ -95,6 +115,9 @@ def open_catalog(catalog: str | Catalog | None,
     except CatalogError:
         raise
     except Exception as exc:
+        refused = auth_error(name, exc)
+        if refused is not None:
+            raise refused from exc
         raise CatalogError(
             f"cannot open catalog {name!r} ({type(exc).__name__}: {exc}); configure it in "
             "~/.pyiceberg.yaml, PYICEBERG_CATALOG__<NAME>__* variables or catalog.<prop> options"

@@ -3,7 +3,8 @@
 - :mod:`~icefloe.state.position`: the :class:`Position` value.
 - :mod:`~icefloe.state.checkpoint`: :class:`Checkpoint`, its durable format
   (:func:`encode` / :func:`decode`), :func:`plan_fingerprint` and :func:`validate_for`.
-- :mod:`~icefloe.state.store`: :class:`CheckpointStore` and its local / fsspec stores.
+- :mod:`~icefloe.state.store`: :class:`CheckpointStore` and its local / fsspec stores;
+  :mod:`~icefloe.state.object_store`: the S3 store (numbered immutable objects).
 - :mod:`~icefloe.state.acks`: :class:`AckTracker`, sink acks -> committed position.
 """
 
@@ -17,6 +18,7 @@ from icefloe.state.checkpoint import (
     plan_fingerprint,
     validate_for,
 )
+from icefloe.state.object_store import ObjectCheckpointStore
 from icefloe.state.position import Phase, Position
 from icefloe.state.store import (
     CheckpointStore,
@@ -31,6 +33,7 @@ __all__ = [
     "CheckpointStore",
     "FsspecCheckpointStore",
     "LocalCheckpointStore",
+    "ObjectCheckpointStore",
     "Phase",
     "Position",
     "UnknownSplitError",

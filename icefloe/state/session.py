@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from icefloe.errors import TableReplacedError
+from icefloe.retry import RetryPolicy
 from icefloe.state.acks import AckTracker
 from icefloe.state.checkpoint import Checkpoint, plan_fingerprint, validate_for
 from icefloe.state.position import Position
@@ -37,6 +38,21 @@ log = logging.getLogger(__name__)
 
 NessieHashes = Callable[[Position], tuple[tuple[int, str], ...]]
 """Given the committed position, the ``(snapshot id, commit hash)`` pairs to keep."""
+
+
+_STORE_PREFIXES = ("s3.", "client.")
+
+
+def store_properties(handle: TableHandle, options: SourceOptions) -> dict[str, str]:
+    """FileIO properties for the checkpoint store: the catalog's ``s3.*`` / ``client.*``
+    properties (then the table FileIO's, which a REST catalog may extend), overridden by
+    the ``checkpoint.<prop>`` options. They may hold credentials: never log them."""
+    merged: dict[str, str] = {}
+    for props in (getattr(handle.catalog, "properties", None) or {},
+                  getattr(handle.io, "properties", None) or {}):
+        merged.update({k: str(v) for k, v in props.items() if k.startswith(_STORE_PREFIXES)})
+    merged.update(options.checkpoint_props())
+    return merged
 
 
 class StartResolver(Protocol):
@@ -79,7 +95,8 @@ class CheckpointSession:
     Args:
         handle: the table read (its identifier and current identity).
         options: the continuous-mode options (ref, planning options, ``onLineageBreak``).
-        location: checkpoint directory or fsspec URI; None keeps progress in memory
+        location: checkpoint directory or URI (``s3://`` uses :func:`store_properties`);
+            None keeps progress in memory
             (``store`` is None, :meth:`restore` resolves the start, :meth:`write` is a no-op).
 
     Attributes:
@@ -95,7 +112,9 @@ class CheckpointSession:
         self.options = options
         self.fingerprint = plan_fingerprint(options.filter, options.case_sensitive,
                                             options.split_size)
-        self.store: CheckpointStore | None = open_store(location) if location else None
+        self.store: CheckpointStore | None = open_store(
+            location, store_properties(handle, options), RetryPolicy.from_options(options),
+        ) if location else None
         self.last_write = 0.0
         self._dirty = False
 

@@ -1,6 +1,8 @@
 """Checkpoint stores: where checkpoints live, written so a crash never loses the last good one.
 
-A store is a directory (local, or any fsspec filesystem) holding
+S3 locations use numbered immutable objects instead of renames
+(:mod:`icefloe.state.object_store`). Other stores are a directory (local, or any fsspec
+filesystem) holding
 ``checkpoint.bin`` (the newest) and ``checkpoint.prev.bin`` (the one before it).
 There is ONE writer per location (the enumerator); readers may be anywhere.
 
@@ -32,6 +34,7 @@ import contextlib
 import logging
 import os
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import unquote, urlparse
@@ -39,6 +42,7 @@ from urllib.parse import unquote, urlparse
 import fsspec
 
 from icefloe.errors import CheckpointCorruptError, CheckpointError, CheckpointVersionError
+from icefloe.retry import NO_RETRY, RetryPolicy
 from icefloe.state.checkpoint import Checkpoint, decode, encode
 
 log = logging.getLogger(__name__)
@@ -292,9 +296,28 @@ class FsspecCheckpointStore(_RotatingStore):
             self.fs.rm_file(self._full(name))
 
 
-def open_store(location: str | os.PathLike[str]) -> CheckpointStore:
-    """The store for ``location``: a local directory for a plain path or ``file://`` URI,
-    an :class:`FsspecCheckpointStore` for any other URI."""
+def open_store(location: str | os.PathLike[str],
+               properties: Mapping[str, str] | None = None,
+               retry: RetryPolicy = NO_RETRY) -> CheckpointStore:
+    """The store for ``location``.
+
+    - a plain path or ``file://`` URI: a :class:`LocalCheckpointStore` (rename-based);
+    - ``s3://`` (``s3a://``, ``s3n://``): an
+      :class:`~icefloe.state.object_store.ObjectCheckpointStore` on PyArrow's own
+      ``S3FileSystem`` (nothing to install), configured from ``properties``;
+    - any other URI: an :class:`FsspecCheckpointStore` (needs that fsspec backend).
+
+    Args:
+        location: checkpoint directory or URI.
+        properties: FileIO properties in PyIceberg's names (``s3.endpoint``,
+            ``s3.access-key-id``, ``s3.secret-access-key``, ``s3.region``...): the
+            catalog's, overridden by ``checkpoint.<prop>`` options. Never logged.
+        retry: retries of transient object-store faults.
+
+    Raises:
+        CheckpointError: a location that names no bucket or a remote ``file://`` host,
+            or S3 properties PyArrow rejects.
+    """
     text = os.fspath(location)
     if "://" not in text:
         return LocalCheckpointStore(text)
@@ -303,4 +326,9 @@ def open_store(location: str | os.PathLike[str]) -> CheckpointStore:
         if parsed.netloc not in ("", "localhost"):
             raise CheckpointError(f"file URI {text!r} names a remote host; use a local path")
         return LocalCheckpointStore(unquote(parsed.path))
+    from icefloe.state.object_store import open_object_store
+
+    store = open_object_store(text, parsed.scheme, properties or {}, retry)
+    if store is not None:
+        return store
     return FsspecCheckpointStore(text)
