@@ -21,6 +21,7 @@ from icefloe.errors import (
     InvalidOptionError,
     LineageBreakError,
     LineageError,
+    OutputError,
     RefNotFoundError,
     SnapshotError,
     SnapshotNotFoundError,
@@ -30,6 +31,7 @@ from icefloe.errors import (
     StreamClosedError,
     TableNotFoundError,
     TableReplacedError,
+    UnknownSplitError,
 )
 
 if TYPE_CHECKING:
@@ -78,6 +80,7 @@ __all__ = [
     "InvalidOptionError",
     "LineageBreakError",
     "LineageError",
+    "OutputError",
     "RefNotFoundError",
     "SnapshotError",
     "SnapshotNotFoundError",
@@ -88,6 +91,7 @@ __all__ = [
     "StreamClosedError",
     "TableNotFoundError",
     "TableReplacedError",
+    "UnknownSplitError",
     "deserialize_split",
     "serialize_split",
 ]

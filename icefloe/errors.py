@@ -23,7 +23,9 @@ The hierarchy::
     │   ├── CheckpointVersionError               written by a newer icefloe
     │   └── CheckpointMismatchError              a checkpoint of another table or ref
     ├── EngineError                              an engine (Spark / Ray) adapter problem
-    └── StreamClosedError                        the stream was stopped
+    ├── OutputError                              an output target exists or cannot be written
+    ├── StreamClosedError                        the stream was stopped
+    └── UnknownSplitError (also KeyError)        an ack names a split the stream does not hold
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ __all__ = [
     "InvalidOptionError",
     "LineageBreakError",
     "LineageError",
+    "OutputError",
     "RefNotFoundError",
     "SnapshotError",
     "SnapshotNotFoundError",
@@ -51,6 +54,7 @@ __all__ = [
     "StreamClosedError",
     "TableNotFoundError",
     "TableReplacedError",
+    "UnknownSplitError",
 ]
 
 
@@ -156,5 +160,17 @@ class EngineError(IcefloeError):
     """An engine adapter (Spark, Ray) could not do its part."""
 
 
+class OutputError(IcefloeError):
+    """An output target (``--to``, a sink directory) exists where it must not, or cannot be
+    written; nothing was written to it."""
+
+
 class StreamClosedError(IcefloeError):
-    """The stream was stopped; no more items will come."""
+    """The stream was stopped; no more items will come (and no more acks are taken)."""
+
+
+class UnknownSplitError(IcefloeError, KeyError):
+    """An ack names a split that is not registered (or was already committed)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
