@@ -96,9 +96,21 @@ class StreamItem:
     def sequence_number(self) -> int:
         return self.split.sequence_number
 
+    _acked: bool = field(default=False, init=False, repr=False, compare=False)
+
     def ack(self) -> None:
-        """Acknowledge this batch (and, cumulatively, the split's batches before it)."""
+        """Acknowledge this batch (and, cumulatively, the split's batches before it).
+
+        Acknowledging the same item again is a no-op.
+
+        Raises:
+            StreamClosedError: the stream is closed (its final checkpoint is written; this
+                batch will be delivered again by the next stream).
+        """
+        if self._acked:
+            return
         self._stream._ack(self.split.split_id, None if self.last else self.consumed)
+        object.__setattr__(self, "_acked", True)
 
 
 @dataclass
@@ -338,6 +350,10 @@ class LocalStream:
             yield StreamItem(sb.batch, sb.split, sb.consumed, sb.last, self)
 
     def _ack(self, split_id: str, consumed: int | None) -> None:
+        if self._closed:
+            raise StreamClosedError(
+                f"ack of split {split_id!r} after the stream was closed: the final checkpoint "
+                "is written without it, and the next stream delivers it again")
         with self._lock:
             self.tracker.ack(split_id, consumed)
             self._session.mark_dirty()
