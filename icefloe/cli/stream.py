@@ -9,17 +9,20 @@ checkpoint; the command then says where the checkpoint stands and exits 130.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from icefloe.cli.common import add_table_args, parse_kv, positive_int, print_status, source
 from icefloe.cli.failures import EXIT_INTERRUPTED
 from icefloe.cli.sinks import SINK_GRAMMAR, Sink, open_sink, parse_sink
+from icefloe.errors import CheckpointError
 
 STATUS_EVERY_S = 2.0
 
@@ -104,9 +107,29 @@ def consume(stream: Any, sink: Sink, stopper: Stopper) -> None:
     print_status(stream)
 
 
+def check_checkpoint(location: str) -> None:
+    """Refuse a local checkpoint location that cannot become a writable directory.
+
+    Raises:
+        CheckpointError: naming the location (nothing is created).
+    """
+    if "://" in location and not location.startswith("file://"):
+        return  # object stores: the store reports its own errors
+    path = Path(location.removeprefix("file://")).absolute()
+    probe = path
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        raise CheckpointError(f"checkpoint directory {path} is not writable ({probe} is "
+                              f"{'not a directory' if not probe.is_dir() else 'read-only'}); "
+                              "give a directory this process can write")
+
+
 def run(args: argparse.Namespace) -> int:
     options = parse_kv(args.option)
     spec = parse_sink(args.sink)
+    if args.engine != "spark":
+        check_checkpoint(args.checkpoint)
     if args.engine == "spark":
         from icefloe.spark.stream_job import stream as spark_stream
 
