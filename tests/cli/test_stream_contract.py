@@ -10,7 +10,13 @@ import pytest
 
 from icefloe import IcebergSource, IcefloeError, SnapshotPolicyError, StreamClosedError
 from icefloe.state import open_store
-from tests.helpers.tables import commit_delete_files, live_data_files, make_catalog, make_table, rows
+from tests.helpers.tables import (
+    commit_delete_files,
+    live_data_files,
+    make_catalog,
+    make_table,
+    rows,
+)
 
 
 @pytest.fixture
@@ -33,11 +39,11 @@ def test_policy_error_after_the_appends_before_it(table, tmp_path: Path,
     src = IcebergSource("db.events", catalog=catalog, options=opts)
     ckpt = str(tmp_path / "ckpt")
     seen: list[int] = []
-    with pytest.raises(SnapshotPolicyError) as caught:  # noqa: PT012
-        with src.stream(checkpoint=ckpt, checkpoint_interval_s=0) as stream:
-            for item in stream:
-                seen.extend(item.batch.column("id").to_pylist())
-                item.ack()
+    with pytest.raises(SnapshotPolicyError) as caught, \
+            src.stream(checkpoint=ckpt, checkpoint_interval_s=0) as stream:
+        for item in stream:
+            seen.extend(item.batch.column("id").to_pylist())
+            item.ack()
     assert caught.value.operation == "delete"
     assert sorted(seen) == list(range(20))  # both appends before the delete
     stored = open_store(ckpt).read()
