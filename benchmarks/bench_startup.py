@@ -66,7 +66,9 @@ def run(scale: str) -> str:
         for name, cmd in commands.items():
             rows.append([name, f"{_time(cmd, cold, runs):.2f} s",
                          f"{_time(cmd, warm, runs):.2f} s", targets.get(name, "-")])
-    return (f"Wall time of a fresh process, median of {runs} runs; the machine's load "
-            "shows in every figure.\n\n"
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    return (f"Wall time of a fresh process, median of {runs} runs, on a machine whose load "
+            f"average was {load} (1, 5, 15 min) at the end; on a loaded machine every "
+            "figure grows with the load.\n\n"
             + md_table(["command", "no bytecode", "bytecode compiled", "target"], rows)
             + "\n\n`python -m benchmarks.run --only startup`")

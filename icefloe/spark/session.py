@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pyiceberg.catalog import Catalog
@@ -82,6 +83,10 @@ def session(master: str = "local[2]", app_name: str = "icefloe",
         **({"spark.python.daemon.module": "icefloe.spark.daemon"} if preload else {}),
         **(config or {}),
     }
+    if os.environ.get("ICEFLOE_QUIET_ENGINES") == "1" and "spark.driver.extraJavaOptions" \
+            not in settings:  # the icefloe command without -v: no JVM start-up chatter
+        quiet = Path(__file__).with_name("log4j2-quiet.properties")
+        settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={quiet.as_uri()}"
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)
