@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import queue
-import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -30,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from icefloe.crashpoints import crash_point
 from icefloe.enumerator.continuous import ContinuousEnumerator, Limits, UnitEnd
 from icefloe.errors import StreamClosedError
 from icefloe.local.engine import SplitBatch, read_splits
@@ -44,28 +43,6 @@ if TYPE_CHECKING:
     from icefloe.source import IcebergSource
 
 log = logging.getLogger(__name__)
-
-CRASH_ENV = "ICEFLOE_CRASH_POINT"
-_crash_counts: dict[str, int] = {}
-
-
-def crash_point(name: str) -> None:
-    """Test hook: SIGKILL this process at the N-th pass of ``name``.
-
-    Armed by ``ICEFLOE_CRASH_POINT=name:N`` (N defaults to 1). Named points:
-    ``after_emit`` (item handed to the sink, not acked), ``after_ack`` (acked, checkpoint
-    not written), ``during_checkpoint_write``, ``during_restore``.
-    """
-    spec = os.environ.get(CRASH_ENV)
-    if not spec:
-        return
-    point, _, count = spec.partition(":")
-    if point != name:
-        return
-    _crash_counts[name] = _crash_counts.get(name, 0) + 1
-    if _crash_counts[name] >= int(count or 1):
-        os.kill(os.getpid(), signal.SIGKILL)
-
 
 @dataclass(frozen=True)
 class StreamItem:

@@ -8,6 +8,7 @@ afterwards; a Ray already initialized in the process is used as is.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -41,6 +42,12 @@ def ray_session(address: str | None) -> Iterator[None]:
         return
     ray.init(address=address, include_dashboard=False, log_to_driver=False,
              logging_level=logging.WARNING)
+    if os.environ.get("ICEFLOE_QUIET_ENGINES") == "1":  # the icefloe command without -v
+        from ray.data import DataContext
+
+        DataContext.get_current().enable_progress_bars = False
+        for name in ("ray", "ray.data"):
+            logging.getLogger(name).setLevel(logging.ERROR)
     try:
         yield
     finally:

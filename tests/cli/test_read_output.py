@@ -91,6 +91,7 @@ def test_ray_refuses_an_existing_directory_and_appends_only_with_mode(
                  "--mode", "append")
     assert result.code == 0, result.err
     assert "wrote 60 rows" in result.out  # this run's rows, not the directory's
+    assert "INFO" not in result.err and "\r" not in result.err  # quiet: no Ray progress
     new = [f for f in out.glob("*.parquet") if f.name != "old.parquet"]
     assert sorted(i for f in new for i in pq.read_table(f).column("id").to_pylist()) \
         == _oracle(table)
