@@ -30,3 +30,17 @@ def test_version_and_help_import_no_engine_stack() -> None:
 def test_a_reader_process_imports_no_catalog_stack() -> None:
     loaded = _loaded("import icefloe.reader")
     assert not {"sqlalchemy", "pyiceberg.catalog.sql", "pyspark", "ray"} & loaded
+
+
+def test_spark_extra_keeps_pandas_in_pysparks_supported_range() -> None:
+    """PySpark warns (FutureWarning) under pandas >= 3: the extra and the lock keep < 3."""
+    import tomllib
+
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]["spark"]
+    assert any(dep.replace(" ", "").startswith("pandas") and "<3" in dep for dep in extra)
+    try:
+        import pandas
+    except ImportError:
+        return
+    assert int(pandas.__version__.split(".")[0]) < 3
