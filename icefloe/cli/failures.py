@@ -51,6 +51,7 @@ _CODES: dict[type[errors.IcefloeError], int] = {
     errors.StreamClosedError: EXIT_ENGINE,
     errors.UnknownSplitError: EXIT_ENGINE,
 }
+_ENGINE_MODULES = ("pyspark", "py4j", "ray")
 _NAMES = {name: getattr(errors, name) for name in errors.__all__}
 _WRAPPED = re.compile(r"(?:icefloe\.errors\.)?\b(" + "|".join(sorted(_NAMES, key=len, reverse=True))
                       + r"): (.+)")
@@ -75,6 +76,9 @@ def describe(exc: BaseException) -> tuple[str, int] | None:
     if found is not None:
         name, message = found
         return f"{name}: {message}", exit_code(_NAMES[name])
+    if type(exc).__module__.split(".")[0] in _ENGINE_MODULES:  # Spark / Ray failed itself
+        return (f"EngineError: {type(exc).__name__}: {_clean(str(exc))} (run with -v for "
+                "the engine's output)"), EXIT_ENGINE
     return None
 
 

@@ -155,3 +155,10 @@ def test_unwritable_checkpoint_location_is_a_checkpoint_error(home, capsys,
                  "--sink", f"parquet:{tmp_path / 'out'}")
     assert result.code == EXIT_CHECKPOINT
     assert_one_line(result, "CheckpointError", str(ckpt), "not writable")
+
+
+def test_an_engine_failure_is_an_engine_error_not_a_bug() -> None:
+    pyspark_errors = pytest.importorskip("pyspark.errors")
+    exc = pyspark_errors.PySparkRuntimeError("Python worker failed to connect back.")
+    line, code = describe(exc) or ("", 0)
+    assert code == 7 and line.startswith("EngineError: PySparkRuntimeError: Python worker")
