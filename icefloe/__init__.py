@@ -21,6 +21,7 @@ from icefloe.errors import (
     InvalidOptionError,
     LineageBreakError,
     LineageError,
+    OutputError,
     RefNotFoundError,
     SnapshotError,
     SnapshotNotFoundError,
@@ -30,6 +31,7 @@ from icefloe.errors import (
     StreamClosedError,
     TableNotFoundError,
     TableReplacedError,
+    UnknownSplitError,
     UnsupportedTypeError,
 )
 
@@ -79,6 +81,7 @@ __all__ = [
     "InvalidOptionError",
     "LineageBreakError",
     "LineageError",
+    "OutputError",
     "RefNotFoundError",
     "SnapshotError",
     "SnapshotNotFoundError",
@@ -89,6 +92,7 @@ __all__ = [
     "StreamClosedError",
     "TableNotFoundError",
     "TableReplacedError",
+    "UnknownSplitError",
     "UnsupportedTypeError",
     "deserialize_split",
     "serialize_split",

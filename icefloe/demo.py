@@ -1,9 +1,11 @@
 """``icefloe demo``: build a local warehouse, then backfill (and stream) it.
 
-Runs in the user's process. Everything lives under ``home`` (default
-``./icefloe-demo``): an embedded SQLite catalog and a file warehouse. The table
-``demo.events`` is partitioned by day and gets several snapshots: appends, a
-delete and a schema change (a new column), which the backfill reads correctly.
+Runs in the user's process. Everything lives under ``home`` (default: the embedded
+warehouse the other commands read, ``$ICEFLOE_HOME`` else ``./icefloe-warehouse``): an
+embedded SQLite catalog and a file warehouse. The table ``demo.events`` (re-created on
+each run; nothing else in the warehouse is touched) is partitioned by day and gets
+several snapshots: appends, a delete and a schema change (a new column), which the
+backfill reads correctly.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import datetime as dt
 import importlib.util
 import shutil
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -22,7 +25,7 @@ from pyiceberg.table import Table
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import DateType, DoubleType, LongType, NestedField, StringType, TimestampType
 
-from icefloe.catalog.loader import embedded_catalog
+from icefloe.catalog.loader import embedded_catalog, icefloe_home
 from icefloe.source import IcebergSource
 
 TABLE = "demo.events"
@@ -60,7 +63,10 @@ def build_table(catalog: Catalog) -> Table:
     """Create ``demo.events`` with appends, a delete and a schema change."""
     catalog.create_namespace_if_not_exists("demo")
     if catalog.table_exists(TABLE):
+        location = urlparse(catalog.load_table(TABLE).location())
         catalog.drop_table(TABLE)
+        if location.scheme in ("", "file"):  # the dropped table's files
+            shutil.rmtree(unquote(location.path), ignore_errors=True)
     table = catalog.create_table(TABLE, SCHEMA, partition_spec=SPEC,
                                  properties={"format-version": "2"})
     table.append(demo_rows(0, 2000))
@@ -76,11 +82,10 @@ def _say(text: str) -> None:
     print(text, flush=True)
 
 
-def run_demo(home: str = "icefloe-demo", spark: bool | None = None, stream: bool = True) -> int:
-    """Build the demo warehouse under ``home`` and read it back; returns an exit status."""
-    root = Path(home).absolute()
-    if root.exists():
-        shutil.rmtree(root)
+def run_demo(home: str | None = None, spark: bool | None = None, stream: bool = True) -> int:
+    """Build the demo table under ``home`` (default :func:`icefloe_home`) and read it back;
+    returns an exit status."""
+    root = Path(home).absolute() if home is not None else icefloe_home()
     catalog = embedded_catalog(root)
     table = build_table(catalog)
     _say(f"== warehouse {root} (SQLite catalog), table {TABLE}")
@@ -88,8 +93,11 @@ def run_demo(home: str = "icefloe-demo", spark: bool | None = None, stream: bool
         op = snap.summary.operation.value if snap.summary else "?"
         _say(f"   snapshot {snap.snapshot_id}  {op:<9} parent={snap.parent_snapshot_id}")
 
-    return 0 if read_back(catalog, table, root, {"catalog.home": str(root)}, spark,
-                          stream) else 1
+    ok = read_back(catalog, table, root, {"catalog.home": str(root)}, spark, stream)
+    where = "" if root == icefloe_home() else f" -o catalog.home={root}"
+    _say(f"next: icefloe snapshots {TABLE}{where}\n      icefloe plan {TABLE}{where}\n"
+         f"      icefloe read {TABLE}{where} --to events.parquet")
+    return 0 if ok else 1
 
 
 def read_back(catalog: Catalog, table: Table, root: Path, spark_options: dict[str, str],

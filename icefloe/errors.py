@@ -24,7 +24,9 @@ The hierarchy::
     │   └── CheckpointMismatchError              a checkpoint of another table or ref
     ├── UnsupportedTypeError                     a column of a type icefloe cannot read yet
     ├── EngineError                              an engine (Spark / Ray) adapter problem
-    └── StreamClosedError                        the stream was stopped
+    ├── OutputError                              an output target exists or cannot be written
+    ├── StreamClosedError                        the stream was stopped
+    └── UnknownSplitError (also KeyError)        an ack names a split the stream does not hold
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ __all__ = [
     "InvalidOptionError",
     "LineageBreakError",
     "LineageError",
+    "OutputError",
     "RefNotFoundError",
     "SnapshotError",
     "SnapshotNotFoundError",
@@ -52,6 +55,7 @@ __all__ = [
     "StreamClosedError",
     "TableNotFoundError",
     "TableReplacedError",
+    "UnknownSplitError",
     "UnsupportedTypeError",
 ]
 
@@ -173,5 +177,17 @@ class EngineError(IcefloeError):
     """An engine adapter (Spark, Ray) could not do its part."""
 
 
+class OutputError(IcefloeError):
+    """An output target (``--to``, a sink directory) exists where it must not, or cannot be
+    written; nothing was written to it."""
+
+
 class StreamClosedError(IcefloeError):
-    """The stream was stopped; no more items will come."""
+    """The stream was stopped; no more items will come (and no more acks are taken)."""
+
+
+class UnknownSplitError(IcefloeError, KeyError):
+    """An ack names a split that is not registered (or was already committed)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""

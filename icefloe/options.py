@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -75,17 +76,12 @@ _MODE_ALIASES: dict[str, dict[Mode, str]] = {
 }
 # seconds-valued alias of the Nessie incremental design
 _SECONDS_ALIASES = {"pollInterval": "pollIntervalMs"}
-# Flink Duration-valued alias ("60s", "500ms", "2min"; a bare number is milliseconds)
-_DURATION_ALIASES = {"monitor-interval": "pollIntervalMs"}
-_DURATION_UNITS_MS = {"ms": 1, "s": 1000, "min": 60_000, "m": 60_000, "h": 3_600_000,
-                      "d": 86_400_000}
 # aliases that also set ``appends_only`` (the source they come from reads appends only)
 _APPENDS_ONLY_ALIASES = frozenset({"start-snapshot-id", "end-snapshot-id"})
 
 ALIASES: dict[str, str] = {
     alias: canonical for canonical, (aliases, _) in OPTION_TABLE.items() for alias in aliases
 }
-ALIASES.update(_DURATION_ALIASES)
 
 ALIAS_ORIGINS: dict[str, tuple[str, str]] = {
     "versionAsOf": ("Delta; Iceberg Spark", "the snapshot (Delta: table version) to read; "
@@ -126,6 +122,88 @@ ALIAS_ORIGINS: dict[str, tuple[str, str]] = {
     "file-open-cost": ("Iceberg Spark", "minimum weight of a file when packing, bytes"),
 }
 """Where each alias comes from and what it means there (and so here): the README's table."""
+
+
+def _canonical_of(spelling: str) -> str:
+    if spelling in _SECONDS_ALIASES:
+        return _SECONDS_ALIASES[spelling]
+    return ALIASES.get(spelling, spelling)
+
+
+def _case_index() -> tuple[dict[str, str], dict[str, dict[Mode, str]]]:
+    """The case rule: a key matches a name or alias exactly, else ignoring case.
+
+    Returns the lower-cased key -> spelling map of unambiguous names, and the lower-cased
+    keys whose spellings name different options (``startSnapshotId`` of a bounded read and
+    the stream alias ``startSnapshotID``), resolved by mode like ``start-snapshot-id``.
+    """
+    spellings: dict[str, list[str]] = {}
+    for name in [*OPTION_TABLE, *ALIASES, *_SECONDS_ALIASES]:
+        spellings.setdefault(name.lower(), []).append(name)
+    unique: dict[str, str] = {}
+    by_mode: dict[str, dict[Mode, str]] = {
+        alias.lower(): choices for alias, choices in _MODE_ALIASES.items()}
+    for lower, names in spellings.items():
+        targets = {_canonical_of(n) for n in names}
+        if len(targets) == 1:
+            unique[lower] = names[0]
+            continue
+        choices: dict[Mode, str] = {}
+        for target in sorted(targets):
+            for mode in OPTION_TABLE[target][1]:
+                choices.setdefault(mode, target)
+        by_mode[lower] = choices
+    return unique, by_mode
+
+
+_CASE_UNIQUE, _CASE_BY_MODE = _case_index()
+
+
+def _suggest(key: str) -> str:
+    """``; did you mean 'x'?`` for a near miss of a known name, else the known names."""
+    import difflib
+
+    known = {name.lower(): name for name in [*OPTION_TABLE, *ALIASES, *_MODE_ALIASES]}
+    near = difflib.get_close_matches(key.lower(), list(known), n=1, cutoff=0.75)
+    if near:
+        return f"unknown option; did you mean {known[near[0]]!r}?"
+    return f"unknown option; known options are {', '.join(sorted(OPTION_TABLE))}"
+
+
+def _parse_duration_ms(name: str, value: Any) -> int:
+    """Milliseconds from an integer (ms) or a duration in Flink's form (``10s``, ``500 ms``,
+    ``2min``, ``1h``, ``1d``; units ms, s, min, h, d and their long names)."""
+    if isinstance(value, bool):
+        raise InvalidOptionError(name, f"{value!r} is not a duration")
+    if isinstance(value, int):
+        return _parse_int(name, value, minimum=0)
+    if isinstance(value, dt.timedelta):
+        return int(value.total_seconds() * 1000)
+    text = str(value).strip().lower()
+    if text.isascii() and text.isdigit():
+        return int(text)
+    match = _DURATION.fullmatch(text)
+    if match is None:
+        raise InvalidOptionError(
+            name, f"{value!r} is not a duration; give milliseconds (5000) or a number with a "
+            "unit: ms, s, min, h, d (e.g. 10s, 500ms, 2min)")
+    number, unit = float(match.group(1)), match.group(2)
+    for units, factor in _DURATION_UNITS:
+        if unit in units:
+            return int(number * factor)
+    raise AssertionError(unit)  # pragma: no cover - the pattern admits only known units
+
+
+_DURATION_UNITS: tuple[tuple[tuple[str, ...], int], ...] = (
+    (("ms", "milli", "millis", "millisecond", "milliseconds"), 1),
+    (("s", "sec", "secs", "second", "seconds"), 1000),
+    (("m", "min", "mins", "minute", "minutes"), 60_000),
+    (("h", "hour", "hours"), 3_600_000),
+    (("d", "day", "days"), 86_400_000),
+)
+_DURATION = re.compile(
+    r"(\d+(?:\.\d+)?)\s*(" + "|".join(sorted(
+        (u for units, _ in _DURATION_UNITS for u in units), key=len, reverse=True)) + r")")
 
 
 def _parse_bool(name: str, value: Any) -> bool:
@@ -276,34 +354,34 @@ class SourceOptions:
         for key, value in (raw or {}).items():
             if value is None:
                 continue
-            if key.startswith("catalog."):
+            if key.lower().startswith("catalog."):
                 catalog_props[key[len("catalog.") :]] = str(value)
                 continue
-            if key.startswith("checkpoint."):
+            if key.lower().startswith("checkpoint."):
                 checkpoint_props[key[len("checkpoint.") :]] = str(value)
                 continue
-            if key in _MODE_ALIASES:
-                pending.append((key, str(value)))
-                continue
-            if key in _SECONDS_ALIASES:
-                canonical = _SECONDS_ALIASES[key]
-                value = _parse_int(key, value, minimum=0) * 1000
-            elif key in _DURATION_ALIASES:
-                canonical = _DURATION_ALIASES[key]
-                value = _parse_duration_ms(key, value)
+            spelling = key
+            if key not in OPTION_TABLE and key not in ALIASES and key not in _SECONDS_ALIASES:
+                if key in _MODE_ALIASES or key.lower() in _CASE_BY_MODE:
+                    pending.append((key, str(value)))
+                    continue
+                spelling = _CASE_UNIQUE.get(key.lower(), key)
+            if spelling in _SECONDS_ALIASES:
+                canonical = _SECONDS_ALIASES[spelling]
+                text = str(value).strip()
+                value = _parse_int(key, value, minimum=0) * 1000 if text.isdigit() \
+                    else _parse_duration_ms(key, value)
             else:
-                canonical = ALIASES.get(key, key)
+                canonical = ALIASES.get(spelling, spelling)
             if canonical not in OPTION_TABLE:
-                raise InvalidOptionError(
-                    key, f"unknown option; known options are {', '.join(sorted(OPTION_TABLE))}"
-                )
+                raise InvalidOptionError(key, _suggest(key))
             if canonical in given:
                 raise InvalidOptionError(
                     canonical, f"given twice (as {given[canonical]!r} and {key!r}); give it once"
                 )
             given[canonical] = key
-            if key in ("branch", "tag"):
-                ref_kind = key
+            if spelling in ("branch", "tag"):
+                ref_kind = spelling
             values[canonical] = value
         parsed = cls._convert(values)
         parsed["ref_kind"] = ref_kind
@@ -338,7 +416,7 @@ class SourceOptions:
                           "preserveOrder", "followRenames"):
                 out[_field_name(name)] = _parse_bool(name, value)
             elif name in ("pollIntervalMs", "initialDelayMs", "retryBackoffMs"):
-                out[_field_name(name)] = _parse_int(name, value, minimum=0)
+                out[_field_name(name)] = _parse_duration_ms(name, value)
             elif name in ("batchSize", "splitSize", "splitOpenFileCost", "minPartitions") \
                     or name.startswith("max"):
                 out[_field_name(name)] = _parse_int(name, value, minimum=1)
@@ -407,7 +485,8 @@ class SourceOptions:
         """
         resolved = self
         for alias, text in self.pending_mode_aliases:
-            canonical = _MODE_ALIASES[alias][mode]
+            choices = _MODE_ALIASES.get(alias) or _CASE_BY_MODE[alias.lower()]
+            canonical = choices[mode]
             if canonical in resolved.given:
                 raise InvalidOptionError(canonical,
                                          f"given twice (also as {alias!r}); give it once")
@@ -455,16 +534,6 @@ def raw_keys(raw: Mapping[str, Any] | None) -> set[str]:
     return {k for k, v in (raw or {}).items() if v is not None}
 
 
-def _parse_duration_ms(name: str, value: Any) -> int:
-    """A Flink duration (``500ms``, ``10s``, ``2min``, ``1h``; a bare number is ms) in ms."""
-    text = str(value).strip().lower().replace(" ", "")
-    digits = text.rstrip("abcdefghijklmnopqrstuvwxyz")
-    unit = text[len(digits):] or "ms"
-    if not (digits.isascii() and digits.isdigit()) or unit not in _DURATION_UNITS_MS:
-        raise InvalidOptionError(
-            name, f"{value!r} is not a duration; give e.g. 500ms, 10s, 2min or milliseconds")
-    return int(digits) * _DURATION_UNITS_MS[unit]
-
 
 def _field_name(canonical: str) -> str:
     out = []
@@ -493,9 +562,11 @@ def _check_filter(text: str) -> str:
 
     try:
         parse(text)
-    except Exception as exc:  # pyparsing raises its own ParseException
+    except Exception as exc:  # pyparsing raises its own ParseException (with the grammar)
+        loc = getattr(exc, "loc", None)
+        where = f" at column {loc + 1} ({text[loc:][:30]!r})" if isinstance(loc, int) else ""
         raise InvalidOptionError(
-            "filter", f"{text!r} does not parse as a row filter ({exc}); write it like "
-            "\"kind = 'a' AND id >= 10\""
-        ) from exc
+            "filter", f"{text!r} does not parse as a row filter{where}; write comparisons "
+            "joined by AND / OR / NOT, like \"kind = 'a' AND id >= 10\""
+        ) from None
     return text

@@ -46,9 +46,10 @@ class IcebergSource:
 
     def __init__(self, table: str, catalog: str | Catalog | None = None,
                  options: Mapping[str, Any] | None = None) -> None:
-        if not table or not isinstance(table, str):
+        if not isinstance(table, str) or len(table.split(".")) < 2 \
+                or not all(part.strip() for part in table.split(".")):
             raise InvalidOptionError("table", f"{table!r} is not a table identifier; "
-                                     "give namespace.table")
+                                     "give namespace.table, e.g. demo.events")
         self.identifier = table
         self.options = SourceOptions.parse(options)
         if catalog is None:

@@ -160,7 +160,7 @@ class TableHandle:
         if snapshot is None:
             raise SnapshotNotFoundError(
                 f"table {self.identifier} has no snapshot {snapshot_id} (it never existed or "
-                "was expired); list snapshots with `icefloe plan` or PyIceberg's inspect API"
+                f"was expired); list them with `icefloe snapshots {self.identifier}`"
             )
         return snapshot
 
@@ -177,7 +177,8 @@ def _guard(catalog: Catalog, identifier: str, call: Callable[[], T]) -> T:
         return call()
     except NoSuchTableError as exc:
         raise TableNotFoundError(
-            f"no table {identifier!r} in catalog {catalog.name!r}; check the namespace and name"
+            f"no table {identifier!r} in catalog {catalog.name!r}{_where(catalog)}; check the "
+            "namespace and name, or the catalog"
         ) from exc
     except CatalogError:
         raise
@@ -190,6 +191,12 @@ def _guard(catalog: Catalog, identifier: str, call: Callable[[], T]) -> T:
             f"catalog {catalog.name!r} failed to load table {identifier!r}: "
             f"{type(exc).__name__}: {reason}"
         ) from exc
+
+
+def _where(catalog: Catalog) -> str:
+    """Where an embedded (SQLite) catalog lives; nothing for others (URIs may hold secrets)."""
+    uri = str(catalog.properties.get("uri", ""))
+    return f" (at {uri.removeprefix('sqlite:///')})" if uri.startswith("sqlite:///") else ""
 
 
 def open_table(catalog: Catalog, identifier: str, ref: str | None = None,

@@ -28,14 +28,22 @@ def icefloe_home() -> Path:
     return Path(os.environ.get(HOME_ENV, "icefloe-warehouse")).absolute()
 
 
-def embedded_catalog(home: str | os.PathLike[str] | None = None) -> SqlCatalog:
+def embedded_catalog(home: str | os.PathLike[str] | None = None,
+                     create: bool = True) -> SqlCatalog:
     """The embedded default: a SQLite catalog with a local-filesystem warehouse.
 
     Args:
-        home: directory holding ``catalog.db`` and ``warehouse/`` (created if missing);
-            defaults to :func:`icefloe_home`.
+        home: directory holding ``catalog.db`` and ``warehouse/``; defaults to
+            :func:`icefloe_home`.
+        create: create the directory when missing; with False, a missing catalog is a
+            :class:`CatalogError` naming the directory (nothing is created).
     """
     root = Path(home).absolute() if home is not None else icefloe_home()
+    if not create and not (root / "catalog.db").is_file():
+        raise CatalogError(
+            f"no embedded catalog at {root} (no catalog.db there); run `icefloe demo`, create "
+            f"tables with icefloe.catalog.loader.embedded_catalog(), point ${HOME_ENV} or "
+            "-o catalog.home=DIR at an existing one, or name a configured catalog")
     (root / "warehouse").mkdir(parents=True, exist_ok=True)
     from pyiceberg.catalog.sql import SqlCatalog
 
@@ -104,9 +112,14 @@ def open_catalog(catalog: str | Catalog | None,
     try:
         if name == EMBEDDED_NAME and not _configured(name) and "type" not in props \
                 and "uri" not in props:
-            return embedded_catalog(props.get("home"))
+            return embedded_catalog(props.get("home"), create=False)
         if name == "nessie" and not _configured(name) and "type" not in props:
             props["type"] = "nessie"
+        if not _configured(name) and not {"type", "uri", "py-catalog-impl"} & set(props):
+            raise CatalogError(
+                f"catalog {name!r} is not configured; define it in ~/.pyiceberg.yaml or "
+                f"PYICEBERG_CATALOG__{name.upper()}__* variables, or pass -o catalog.type=... "
+                "-o catalog.uri=... (catalog.<prop> options)")
         if props.get("type") == "nessie":
             from icefloe.catalog.nessie import NessieCatalog
 

@@ -21,7 +21,7 @@ from icefloe.enumerator.lineage import snapshot_current_at, snapshots_between
 from icefloe.enumerator.planner import SplitPlanner, TableSplitPlanner
 from icefloe.enumerator.policy import Action, decide
 from icefloe.enumerator.row_lineage import with_row_lineage
-from icefloe.errors import SnapshotNotFoundError
+from icefloe.errors import LineageBreakError, SnapshotNotFoundError
 from icefloe.options import SourceOptions
 from icefloe.reader.context import ReadContext
 from icefloe.splits.split import FileSplit
@@ -107,7 +107,14 @@ def plan_bounded(handle: TableHandle, options: SourceOptions) -> BoundedPlan:
         if options.start_snapshot_id is not None:
             start = handle.snapshot(options.start_snapshot_id).snapshot_id
             # fail early (before any split is read) when start is not an ancestor
-            snapshots_between(handle.metadata, snapshot, start, what=what)
+            try:
+                snapshots_between(handle.metadata, snapshot, start, what=what)
+            except LineageBreakError:
+                raise LineageBreakError(
+                    f"startSnapshotId {start} is not an ancestor of snapshot "
+                    f"{snapshot.snapshot_id} (the range's end) in {what}: the start must come "
+                    "before the end on one lineage (reversed range?); list the lineage with "
+                    f"`icefloe snapshots {handle.identifier}`") from None
     else:
         snapshot = handle.head(options.ref, options.ref_kind)
         time_travel = handle.ref_type(options.ref) == "tag"

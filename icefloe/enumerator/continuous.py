@@ -31,6 +31,7 @@ from icefloe.errors import (
     ExpiredPositionError,
     LineageBreakError,
     SnapshotNotFoundError,
+    SnapshotPolicyError,
     TableReplacedError,
 )
 from icefloe.options import SourceOptions
@@ -353,7 +354,13 @@ class ContinuousEnumerator:
                 break
             if limits.max_snapshots is not None and unit_index >= limits.max_snapshots:
                 break
-            if phase == "incremental" and decide(snap, self.options) is Action.SKIP:
+            try:
+                action = decide(snap, self.options) if phase == "incremental" else Action.EMIT
+            except SnapshotPolicyError:
+                if items:  # deliver what precedes the refused snapshot; the next call raises
+                    break
+                raise
+            if action is Action.SKIP:
                 log.info("skipping snapshot %d (%s) by policy", snap.snapshot_id,
                          operation_of(snap))
                 items.append(UnitEnd(phase, snap.snapshot_id, _seq(snap)))

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import queue
-import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -30,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from icefloe.crashpoints import crash_point
 from icefloe.enumerator.continuous import ContinuousEnumerator, Limits, UnitEnd
 from icefloe.errors import StreamClosedError
 from icefloe.local.engine import SplitBatch, read_splits
@@ -44,28 +43,6 @@ if TYPE_CHECKING:
     from icefloe.source import IcebergSource
 
 log = logging.getLogger(__name__)
-
-CRASH_ENV = "ICEFLOE_CRASH_POINT"
-_crash_counts: dict[str, int] = {}
-
-
-def crash_point(name: str) -> None:
-    """Test hook: SIGKILL this process at the N-th pass of ``name``.
-
-    Armed by ``ICEFLOE_CRASH_POINT=name:N`` (N defaults to 1). Named points:
-    ``after_emit`` (item handed to the sink, not acked), ``after_ack`` (acked, checkpoint
-    not written), ``during_checkpoint_write``, ``during_restore``.
-    """
-    spec = os.environ.get(CRASH_ENV)
-    if not spec:
-        return
-    point, _, count = spec.partition(":")
-    if point != name:
-        return
-    _crash_counts[name] = _crash_counts.get(name, 0) + 1
-    if _crash_counts[name] >= int(count or 1):
-        os.kill(os.getpid(), signal.SIGKILL)
-
 
 @dataclass(frozen=True)
 class StreamItem:
@@ -96,9 +73,21 @@ class StreamItem:
     def sequence_number(self) -> int:
         return self.split.sequence_number
 
+    _acked: bool = field(default=False, init=False, repr=False, compare=False)
+
     def ack(self) -> None:
-        """Acknowledge this batch (and, cumulatively, the split's batches before it)."""
+        """Acknowledge this batch (and, cumulatively, the split's batches before it).
+
+        Acknowledging the same item again is a no-op.
+
+        Raises:
+            StreamClosedError: the stream is closed (its final checkpoint is written; this
+                batch will be delivered again by the next stream).
+        """
+        if self._acked:
+            return
         self._stream._ack(self.split.split_id, None if self.last else self.consumed)
+        object.__setattr__(self, "_acked", True)
 
 
 @dataclass
@@ -338,6 +327,10 @@ class LocalStream:
             yield StreamItem(sb.batch, sb.split, sb.consumed, sb.last, self)
 
     def _ack(self, split_id: str, consumed: int | None) -> None:
+        if self._closed:
+            raise StreamClosedError(
+                f"ack of split {split_id!r} after the stream was closed: the final checkpoint "
+                "is written without it, and the next stream delivers it again")
         with self._lock:
             self.tracker.ack(split_id, consumed)
             self._session.mark_dirty()

@@ -33,7 +33,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
     ) from exc
 
 from icefloe.ray.datasource import IcefloeDatasource, default_num_blocks, read
-from icefloe.ray.session import BackfillResult, backfill, stream_cli
+from icefloe.ray.session import BackfillResult, backfill
 from icefloe.ray.stream import RayStream, RayStreamItem, stream
 
 __all__ = [
@@ -45,5 +45,4 @@ __all__ = [
     "default_num_blocks",
     "read",
     "stream",
-    "stream_cli",
 ]

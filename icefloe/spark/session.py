@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pyiceberg.catalog import Catalog
@@ -30,14 +31,33 @@ _CATALOG_TYPES = {
 }
 
 
-def register(spark: SparkSession) -> None:
-    """Register the ``icefloe`` format with ``spark`` (safe to call again).
+_MARK = "_icefloe_registered"
+"""Attribute set on a SparkSession once the format is registered with it."""
 
-    Session settings are left alone. The opt-in ``pushFilters=true`` option also needs
+
+def register(spark: SparkSession) -> None:
+    """Register the ``icefloe`` format with ``spark`` (once per session; safe to call again).
+
+    With a local master (``local``, ``local[N]``), Python workers run on this machine:
+    ``register`` points them at this interpreter (``sc.pythonExec``, which PySpark
+    otherwise takes from ``PYSPARK_PYTHON`` or ``python3`` on the PATH, often one without
+    pyarrow or icefloe), so an ordinary ``SparkSession.builder.getOrCreate()`` works. On
+    a cluster it cannot: set ``spark.pyspark.python`` (or ``PYSPARK_PYTHON``) to an
+    interpreter with icefloe installed on every executor. Other session settings are left
+    alone: the opt-in ``pushFilters=true`` option also needs
     ``spark.sql.python.filterPushdown.enabled=true`` (PySpark refuses the read with
     DATA_SOURCE_PUSHDOWN_DISABLED otherwise); :func:`session` sets it.
     """
+    if getattr(spark, _MARK, False):
+        return
+    sc = spark.sparkContext
+    if str(sc.master).startswith("local") and sc.pythonExec != sys.executable:
+        log.info("local Spark: Python workers run %s (was %s)", sys.executable, sc.pythonExec)
+        sc.pythonExec = sys.executable
+    if os.environ.get("ICEFLOE_QUIET_ENGINES") == "1":
+        sc.setLogLevel("ERROR")
     spark.dataSource.register(IcefloeDataSource)
+    setattr(spark, _MARK, True)
 
 
 def session(master: str = "local[2]", app_name: str = "icefloe",
@@ -63,6 +83,10 @@ def session(master: str = "local[2]", app_name: str = "icefloe",
         **({"spark.python.daemon.module": "icefloe.spark.daemon"} if preload else {}),
         **(config or {}),
     }
+    if os.environ.get("ICEFLOE_QUIET_ENGINES") == "1" and "spark.driver.extraJavaOptions" \
+            not in settings:  # the icefloe command without -v: no JVM start-up chatter
+        quiet = Path(__file__).with_name("log4j2-quiet.properties")
+        settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={quiet.as_uri()}"
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)

@@ -15,6 +15,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from icefloe.cli.sinks import parse_sink
 from icefloe.errors import InvalidOptionError
 from icefloe.options import SourceOptions
 from icefloe.spark.datasource import SOURCE_NAME
@@ -44,12 +45,8 @@ def stream(table: str, catalog: str | None = None, options: Mapping[str, Any] | 
     """
     if not checkpoint:
         raise InvalidOptionError("checkpoint", "a Spark stream needs --checkpoint DIR")
-    if sink == "console":
-        fmt, path = "console", None
-    elif sink.startswith("parquet:") and len(sink) > len("parquet:"):
-        fmt, path = "parquet", sink[len("parquet:"):]
-    else:
-        raise InvalidOptionError("sink", f"{sink!r} is not a sink; give console or parquet:DIR")
+    parsed = parse_sink(sink)
+    fmt, path = parsed.kind, parsed.path
     opts = {k: _option_text(v) for k, v in (options or {}).items() if v is not None}
     running = SparkSession.getActiveSession()
     spark = running if running is not None else session(master or "local[*]", "icefloe-stream")

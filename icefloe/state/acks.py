@@ -30,18 +30,12 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from icefloe.errors import UnknownSplitError
 from icefloe.splits.split import FileSplit
 from icefloe.state.position import Phase, Position
 
 if TYPE_CHECKING:
     from icefloe.state.checkpoint import Checkpoint
-
-
-class UnknownSplitError(KeyError):
-    """An ack names a split that is not registered (or was already committed)."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
 
 
 class _Split:

@@ -31,6 +31,7 @@ checkpoint away for good.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import uuid
@@ -226,10 +227,17 @@ class LocalCheckpointStore(_RotatingStore):
                 stale.unlink()
 
     def _stage(self, data: bytes) -> str:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self._sweep_temps()
         name = f"{_TEMP_PREFIX}{os.getpid()}.{uuid.uuid4().hex[:12]}{_TEMP_SUFFIX}"
-        fd = os.open(self.directory / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._sweep_temps()
+            fd = os.open(self.directory / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except OSError as exc:
+            if exc.errno in _NOT_WRITABLE:  # a user's mistake, not a transient fault
+                raise CheckpointError(
+                    f"checkpoint directory {self.directory} is not writable "
+                    f"({exc.strerror}); give a directory this process can write") from exc
+            raise
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
@@ -247,6 +255,9 @@ class LocalCheckpointStore(_RotatingStore):
     def _discard(self, name: str) -> None:
         with contextlib.suppress(OSError):
             (self.directory / name).unlink()
+
+
+_NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EEXIST)
 
 
 class FsspecCheckpointStore(_RotatingStore):

@@ -1,0 +1,179 @@
+"""``icefloe stream``: a continuous read into a sink until stopped, on any engine.
+
+Runs in the user's process (the driver for Ray and Spark). The local and Ray streams share
+one loop (:func:`consume`): write each item to the sink, ack it, print a status line
+every few seconds. Ctrl-C or SIGTERM stops the stream, which writes its final
+checkpoint; the command then says where the checkpoint stands and exits 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from icefloe.cli.common import add_table_args, parse_kv, positive_int, print_status, source
+from icefloe.cli.failures import EXIT_INTERRUPTED
+from icefloe.cli.sinks import SINK_GRAMMAR, Sink, open_sink, parse_sink
+from icefloe.errors import CheckpointError
+
+STATUS_EVERY_S = 2.0
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("stream", help="ingest continuously, with a checkpoint")
+    add_table_args(p)
+    p.add_argument("--checkpoint", required=True, help="checkpoint directory or URI")
+    p.add_argument("--sink", default="console", help=SINK_GRAMMAR + " (default console)")
+    p.add_argument("--parallelism", type=positive_int, default=2,
+                   help="reader threads (local) or reader actors (ray)")
+    p.add_argument("--available-now", action="store_true",
+                   help="process what exists at start, then exit")
+    p.add_argument("--engine", choices=["local", "spark", "ray"], default="local")
+    p.add_argument("--master", help="Spark master URL")
+    p.add_argument("--address", help="Ray address")
+    p.add_argument("--max-seconds", type=float, default=None, help="stop after this long")
+    p.set_defaults(func=run)
+
+
+class Stopper:
+    """Stops a stream from a signal, a deadline or the end of input (thread-safe)."""
+
+    def __init__(self, max_seconds: float | None) -> None:
+        self.event = threading.Event()
+        self.interrupted = False
+        self.deadline = time.monotonic() + max_seconds if max_seconds else None
+
+    def on_signal(self, _signum: int, _frame: Any) -> None:
+        self.interrupted = True
+        self.event.set()
+
+    def watch(self, stream: Any) -> None:
+        """Ask ``stream`` to stop once a signal arrives or the deadline passes."""
+        while not self.event.wait(0.2):
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                self.event.set()
+        _request_stop(stream)
+
+
+def _request_stop(stream: Any) -> None:
+    stop = getattr(stream, "stop", None)
+    if callable(stop):
+        stop()
+    else:  # the local stream before its public stop() (issue 16): its stop event
+        stream._stop.set()
+
+
+@contextmanager
+def signals(stopper: Stopper) -> Iterator[None]:
+    """SIGINT / SIGTERM stop the stream gracefully while the block runs (main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, stopper.on_signal)
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def consume(stream: Any, sink: Sink, stopper: Stopper) -> None:
+    """Write every item of ``stream`` to ``sink`` and ack it, until the stream ends or
+    ``stopper`` fires; print the status line every few seconds and at the end."""
+    watcher = threading.Thread(target=stopper.watch, args=(stream,), daemon=True)
+    watcher.start()
+    last = time.monotonic()
+    try:
+        for item in stream:
+            sink.write(item)
+            item.ack()
+            if time.monotonic() - last > STATUS_EVERY_S:
+                last = time.monotonic()
+                print_status(stream)
+            if stopper.event.is_set():
+                break
+    finally:
+        stopper.event.set()
+        sink.close()
+    print_status(stream)
+
+
+def check_checkpoint(location: str) -> None:
+    """Refuse a local checkpoint location that cannot become a writable directory.
+
+    Raises:
+        CheckpointError: naming the location (nothing is created).
+    """
+    if "://" in location and not location.startswith("file://"):
+        return  # object stores: the store reports its own errors
+    path = Path(location.removeprefix("file://")).absolute()
+    probe = path
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        raise CheckpointError(f"checkpoint directory {path} is not writable ({probe} is "
+                              f"{'not a directory' if not probe.is_dir() else 'read-only'}); "
+                              "give a directory this process can write")
+
+
+def run(args: argparse.Namespace) -> int:
+    options = parse_kv(args.option)
+    spec = parse_sink(args.sink)
+    if args.engine != "spark":
+        check_checkpoint(args.checkpoint)
+    if args.engine == "spark":
+        from icefloe.spark.stream_job import stream as spark_stream
+
+        return int(spark_stream(args.table, catalog=args.catalog, options=options,
+                                sink=args.sink, checkpoint=args.checkpoint,
+                                available_now=args.available_now, master=args.master,
+                                max_seconds=args.max_seconds) or 0)
+    stopper = Stopper(args.max_seconds)
+    if args.engine == "ray":
+        return _run_ray(args, options, spec, stopper)
+    src = source(args)
+    src.options.for_mode("continuous")  # refuse bounded-only options before any I/O
+    sink = open_sink(spec)
+    with signals(stopper):
+        stream = src.stream(checkpoint=args.checkpoint, parallelism=args.parallelism,
+                            available_now=args.available_now)
+        with stream:
+            consume(stream, sink, stopper)
+        committed = stream.committed().describe()
+    return _finish(args, stopper, committed)
+
+
+def _run_ray(args: argparse.Namespace, options: dict[str, str], spec: Any,
+             stopper: Stopper) -> int:
+    from icefloe.options import SourceOptions
+    from icefloe.ray.session import ray_session
+    from icefloe.ray.stream import RayStream
+
+    SourceOptions.parse(options).for_mode("continuous")
+    sink = open_sink(spec)
+    with signals(stopper), ray_session(args.address):
+        rs = RayStream(args.table, catalog=args.catalog, options=options,
+                       checkpoint=args.checkpoint, available_now=args.available_now,
+                       num_readers=args.parallelism, reader_num_cpus=0.5)
+        with rs:
+            consume(rs, sink, stopper)
+            committed = rs.committed().describe()
+    return _finish(args, stopper, committed)
+
+
+def _finish(args: argparse.Namespace, stopper: Stopper, committed: str) -> int:
+    if stopper.interrupted:
+        print(f"# interrupted: checkpoint {args.checkpoint} written; it holds {committed}. "
+              "Run the same command to resume from there.", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
+    return 0
+

@@ -1,0 +1,32 @@
+"""Test-only crash points: SIGKILL this process at a named point of the stream's work.
+
+Runs wherever a stream runs. Inert unless ``ICEFLOE_CRASH_POINT`` is set (the reliability
+tests set it in child processes); it lives outside the stream so that the stream's module
+holds only the stream.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+CRASH_ENV = "ICEFLOE_CRASH_POINT"
+_crash_counts: dict[str, int] = {}
+
+
+def crash_point(name: str) -> None:
+    """Test hook: SIGKILL this process at the N-th pass of ``name``.
+
+    Armed by ``ICEFLOE_CRASH_POINT=name:N`` (N defaults to 1). Named points:
+    ``after_emit`` (item handed to the sink, not acked), ``after_ack`` (acked, checkpoint
+    not written), ``during_checkpoint_write``, ``during_restore``.
+    """
+    spec = os.environ.get(CRASH_ENV)
+    if not spec:
+        return
+    point, _, count = spec.partition(":")
+    if point != name:
+        return
+    _crash_counts[name] = _crash_counts.get(name, 0) + 1
+    if _crash_counts[name] >= int(count or 1):
+        os.kill(os.getpid(), signal.SIGKILL)
