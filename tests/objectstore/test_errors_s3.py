@@ -18,6 +18,7 @@ from pyiceberg.io.pyarrow import PyArrowFileIO
 
 from icefloe import IcebergSource
 from icefloe.cli import main
+from icefloe.cli.failures import EXIT_CATALOG
 from icefloe.errors import CatalogAuthError, CatalogError, DataFileError, IcefloeError
 from icefloe.retry import is_transient
 from tests.helpers.seaweed import SECRET_KEY, SeaweedFS
@@ -169,7 +170,7 @@ def test_wrong_rest_credential_in_the_cli_is_one_line(seaweed: SeaweedFS, histor
     args = ["plan", history.identifier]
     for key, value in _rest_options(seaweed, "nobody:s3cr3t-nothing").items():
         args += ["-o", f"{key}={value}"]
-    assert main(args) == 2
+    assert main(args) == EXIT_CATALOG  # the CLI's exit status for catalog errors
     err = capsys.readouterr().err
     assert err.startswith("error: CatalogAuthError: ") and err.count("\n") == 1
     assert "s3cr3t-nothing" not in err
