@@ -56,7 +56,8 @@ def add_duckdb_oracle(home: Path, cases: list[dict[str, Any]]) -> None:
         sid = case.get("snapshot_id")
         args = f", snapshot_from_id = {int(sid)}" if sid is not None else ""
         try:
-            table = con.execute(f"SELECT * FROM iceberg_scan('{location}'{args})").fetch_arrow_table()
+            query = f"SELECT * FROM iceberg_scan('{location}'{args})"
+            table = con.execute(query).fetch_arrow_table()
             path = out_dir / f"{case['id']}.parquet"
             pq.write_table(table, path)
             case["duckdb"] = str(path.relative_to(home))

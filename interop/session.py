@@ -7,9 +7,9 @@ Runs in ``.venv-interop`` only (see ``interop/setup.sh``). The catalog is
 
 from __future__ import annotations
 
-import glob
 import os
 import sys
+import time
 from pathlib import Path
 
 CATALOG = "interop"
@@ -38,6 +38,8 @@ def spark_session(home: Path, app: str = "icefloe-interop"):  # type: ignore[no-
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ["TZ"] = "UTC"  # PySpark turns timestamps into naive local datetimes
+    time.tzset()
     warehouse = home / "warehouse"
     warehouse.mkdir(parents=True, exist_ok=True)
     prefix = f"spark.sql.catalog.{CATALOG}"
@@ -71,7 +73,3 @@ def spark_session(home: Path, app: str = "icefloe-interop"):  # type: ignore[no-
 def pyiceberg_properties(home: Path) -> dict[str, str]:
     """The PyIceberg ``SqlCatalog`` properties that read the same catalog (name ``interop``)."""
     return {"uri": f"sqlite:///{home / 'catalog.db'}", "warehouse": f"file://{home / 'warehouse'}"}
-
-
-def _first(pattern: str) -> str:  # pragma: no cover - debugging aid
-    return sorted(glob.glob(pattern))[0]

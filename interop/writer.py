@@ -17,6 +17,7 @@ Case kinds: ``head``, ``snapshot`` (every snapshot still in the table, on any re
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -24,16 +25,16 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import cache  # noqa: E402
-from duckdb_oracle import add_duckdb_oracle  # noqa: E402
-from session import CATALOG, spark_session  # noqa: E402
+import cache
+from duckdb_oracle import add_duckdb_oracle
+from session import CATALOG, spark_session
 
 NS = "ns"
 MOR = ("'write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read', "
@@ -47,6 +48,7 @@ STREAM_POLICIES = {
     "skip_both": {"streaming-skip-delete-snapshots": "true",
                   "streaming-skip-overwrite-snapshots": "true"},
 }
+TIMESTAMP_TABLES = ("mor", "compact", "evolve", "refs", "history", "v1")
 STREAM_TABLES = ("appends", "mor", "cow", "v3dv", "compact", "history", "v1")
 
 
@@ -78,7 +80,8 @@ class Writer:
         n = len(parts)
         self.sql(f"INSERT INTO {self.t(name)} SELECT id, "
                  f"substr('{parts}', cast(id % {n} AS int) + 1, 1) AS part, "
-                 f"concat('v', id) AS v, cast(id * 3 AS int) AS n FROM range({start}, {stop}, 1, 2)")
+                 f"concat('v', id) AS v, cast(id * 3 AS int) AS n "
+                 f"FROM range({start}, {stop}, 1, 2)")
 
     def snapshot_ids(self, name: str) -> list[int]:
         return [r[0] for r in self.sql(
@@ -202,14 +205,13 @@ class Writer:
         self.sql(f"ALTER TABLE {t} CREATE TAG t2")
 
     def history(self) -> None:
-        t = self.create("history", "id bigint, part string, v string, n int",
-                        "'format-version'='2'")
+        self.create("history", "id bigint, part string, v string, n int", "'format-version'='2'")
         for lo in (0, 10, 20):
             self.rows("history", lo, lo + 10)
         s1, s2, _s3 = self.snapshot_ids("history")
         self.sql(f"CALL {CATALOG}.system.rollback_to_snapshot('{NS}.history', {s2})")
         self.rows("history", 30, 40)
-        now = datetime.now(timezone.utc) + timedelta(seconds=1)
+        now = datetime.now(UTC) + timedelta(seconds=1)
         self.sql(f"CALL {CATALOG}.system.expire_snapshots(table => '{NS}.history', "
                  f"older_than => TIMESTAMP '{now:%Y-%m-%d %H:%M:%S.%f}', retain_last => 2)")
         self.rows("history", 40, 50)
@@ -233,7 +235,7 @@ class Writer:
                 T.StructField("x", T.IntegerType()), T.StructField("y", T.StringType()),
                 T.StructField("z", T.StructType([T.StructField("w", T.DoubleType())]))])),
         ])
-        utc = timezone.utc
+        utc = UTC
         rows = [
             (1, True, -2**31, -2**63, -3.4028235e38, -1.7976931348623157e308,
              Decimal("-9999999999999999999999999999.9999999999"), Decimal("-9999999.99"),
@@ -271,12 +273,14 @@ class Writer:
             (5, NULL, map(), named_struct('inner', NULL))""")
 
     def parts(self) -> None:
-        t = self.create("parts", "id int, p_int int, p_long bigint, p_str string, p_date date, "
-                        "p_ts timestamp, p_bool boolean, p_dec decimal(10,2), p_bin binary, v string",
+        t = self.create("parts", "id int, p_int int, p_long bigint, p_str string, "
+                        "p_date date, p_ts timestamp, p_bool boolean, p_dec decimal(10,2), "
+                        "p_bin binary, v string",
                         "'format-version'='2'",
                         "p_int, p_long, p_str, p_date, p_ts, p_bool, p_dec, p_bin")
         self.sql(f"""INSERT INTO {t} VALUES
-            (1, 1, 10, 'a', DATE'2024-01-01', TIMESTAMP'2024-01-01 10:00:00', true, 1.50, X'00', 'r1'),
+            (1, 1, 10, 'a', DATE'2024-01-01', TIMESTAMP'2024-01-01 10:00:00', true, 1.50,
+             X'00', 'r1'),
             (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 'all-null'),
             (3, -2147483648, -9223372036854775808, '', DATE'0001-01-01',
              TIMESTAMP'1969-12-31 23:59:59.999999', false, -99999999.99, X'', 'extremes'),
@@ -325,7 +329,10 @@ class Writer:
 
     def table_cases(self, name: str) -> list[dict[str, Any]]:
         t = self.t(name)
-        reader = self.spark.read
+
+        def reader() -> Any:  # a new DataFrameReader each time: options stick to one
+            return self.spark.read
+
         cases: list[dict[str, Any]] = []
 
         def add(kind: str, label: str, options: dict[str, str],
@@ -335,35 +342,36 @@ class Writer:
 
         snaps = self.sql(f"SELECT snapshot_id, parent_id, operation, committed_at "
                          f"FROM {t}.snapshots ORDER BY committed_at").collect()
-        main = [r[0] for r in self.sql(f"SELECT snapshot_id FROM {t}.history "
-                                       "WHERE is_current_ancestor ORDER BY made_current_at")
-                .collect()]
+        main = list(dict.fromkeys(r[0] for r in self.sql(
+            f"SELECT snapshot_id FROM {t}.history WHERE is_current_ancestor "
+            "ORDER BY made_current_at").collect()))  # a rollback logs a snapshot twice
         ops = {r[0]: r[2] for r in snaps}
         add("head", "", {}, lambda: self.spark.table(t))
         for i, (sid, _parent, op, _at) in enumerate(snaps):
             add("snapshot", f"{i}-{op}", {"snapshotId": str(sid)},
-                lambda sid=sid: reader.option("snapshot-id", sid).table(t),
+                lambda sid=sid: self.sql(f"SELECT * FROM {t} VERSION AS OF {sid}"),
                 snapshot_id=sid, operation=op)
         log = self.sql(f"SELECT made_current_at, snapshot_id FROM {t}.history "
                        "ORDER BY made_current_at").collect()
-        for i, (at, sid) in enumerate(log):
-            ms = int(at.replace(tzinfo=timezone.utc).timestamp() * 1000)
+        for i, (at, sid) in enumerate(log if name in TIMESTAMP_TABLES else []):
+            ms = int(at.replace(tzinfo=UTC).timestamp() * 1000)
             add("timestamp", str(i), {"asOfTimestamp": str(ms)},
-                lambda ms=ms: reader.option("as-of-timestamp", ms).table(t), snapshot_id=sid)
-        for ref, kind in self.sql(f"SELECT name, type FROM {t}.refs ORDER BY name").collect():
+                lambda at=at: self.sql(f"SELECT * FROM {t} TIMESTAMP AS OF '{at}'"),
+                snapshot_id=sid)
+        for (ref,) in self.sql(f"SELECT name FROM {t}.refs ORDER BY name").collect():
             if ref == "main":
                 continue
             add("ref", ref, {"ref": ref},
-                lambda ref=ref, kind=kind: reader.option(kind.lower(), ref).table(t))
+                lambda ref=ref: self.sql(f"SELECT * FROM {t} VERSION AS OF '{ref}'"))
         if len(main) >= 2:
             add("range", "all", {"startSnapshotId": str(main[0]), "endSnapshotId": str(main[-1])},
-                lambda: reader.option("start-snapshot-id", main[0])
+                lambda: reader().option("start-snapshot-id", main[0])
                 .option("end-snapshot-id", main[-1]).table(t))
-            for parent, sid in zip(main, main[1:], strict=False):
+            for parent, sid in itertools.pairwise(main):
                 if ops.get(sid) == "append":
                     add("range", f"to-{main.index(sid)}",
                         {"startSnapshotId": str(parent), "endSnapshotId": str(sid)},
-                        lambda parent=parent, sid=sid: reader.option("start-snapshot-id", parent)
+                        lambda parent=parent, sid=sid: reader().option("start-snapshot-id", parent)
                         .option("end-snapshot-id", sid).table(t))
         columns = [f.name for f in self.spark.table(t).schema.fields]
         if "part" in columns:
@@ -390,7 +398,7 @@ class Writer:
             case["columns"] = df.columns
             df.coalesce(1).write.mode("overwrite").parquet(str(out))
             case["oracle"] = str(out.relative_to(self.home))
-            case["rows"] = self.spark.read.parquet(str(out)).count()
+            case["rows"] = _count(out)
         except Exception as exc:  # what Spark refuses is a case too
             case["error"] = _first_line(exc)
         return case
@@ -409,10 +417,17 @@ class Writer:
             query.awaitTermination()
             case["columns"] = self.spark.table(self.t(name)).columns
             case["oracle"] = str(out.relative_to(self.home))
-            case["rows"] = self.spark.read.parquet(str(out)).count()
+            case["rows"] = _count(out)
         except Exception as exc:
             case["error"] = _first_line(exc)
         return case
+
+
+def _count(directory: Path) -> int:
+    """Rows of the Parquet files Spark wrote into ``directory`` (from their footers)."""
+    import pyarrow.parquet as pq
+
+    return sum(pq.ParquetFile(p).metadata.num_rows for p in directory.glob("*.parquet"))
 
 
 def _first_line(exc: BaseException) -> str:
