@@ -3,7 +3,7 @@ PYTHON ?= python3
 UV_VERSION := 0.13.8
 UV := $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
 
-.PHONY: setup demo test test-slow lint bench bench-quick clean
+.PHONY: setup demo test test-slow test-interop interop-env interop-data lint bench bench-quick clean
 
 # A virtual environment (.venv) exactly as pinned in uv.lock, with every extra.
 # --compile-bytecode: every process (the CLI, each Spark Python worker, each Ray worker)
@@ -17,10 +17,22 @@ setup:
 demo: setup
 	uv run icefloe demo
 
-# The default test run (CI): everything except tests marked slow.
+# The default test run (CI): everything except tests marked slow or interop.
 test: setup
 	-bash scripts/ensure-postgres.sh
-	RAY_ENABLE_UV_RUN_RUNTIME_ENV=0 uv run pytest -m "not slow" -q -p no:cacheprovider
+	RAY_ENABLE_UV_RUN_RUNTIME_ENV=0 uv run pytest -m "not slow and not interop" -q -p no:cacheprovider
+
+# The Java-Iceberg interop tier (README, "Interoperability"): its own environment
+# (.venv-interop: PySpark 3.5 + Iceberg 1.10.2 jars, DuckDB), the tables it writes once per
+# writer version (build/interop/<key>), then icefloe checked on them.
+interop-env:
+	bash interop/setup.sh
+
+interop-data: interop-env
+	.venv-interop/bin/python interop/writer.py
+
+test-interop: setup interop-data
+	ICEFLOE_INTEROP_REQUIRED=1 RAY_ENABLE_UV_RUN_RUNTIME_ENV=0 uv run pytest tests/interop -m interop -q -p no:cacheprovider
 
 # Long fault campaigns and scale tests.
 test-slow: setup
@@ -38,4 +50,4 @@ bench: setup
 	uv run python -m benchmarks.run --scale full
 
 clean:
-	rm -rf .venv icefloe-demo icefloe-warehouse dist .pytest_cache .mypy_cache .ruff_cache
+	rm -rf .venv .venv-interop build/interop icefloe-demo icefloe-warehouse dist .pytest_cache .mypy_cache .ruff_cache
