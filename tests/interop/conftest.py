@@ -120,67 +120,6 @@ def assert_rows(case: dict[str, Any], actual: pa.Table, expected: pa.Table,
                     f"missing {missing}; unexpected {extra}", pytrace=False)
 
 
-# -- which cases are expected to fail, and why ------------------------------------------------
-
-FIXES = "fixed on branch fixes: "
-FORMATS = "fixed on branch formats: "
-NESTED_NULL_TABLES = {"nested_nulls", "orc", "avro", "mixed"}
-"""Tables with NULL ``array<struct>`` / ``map<string, struct>`` values (see the writer)."""
-
-
-@cache
-def _formats(table: str, snapshot_id: int | None, since: int | None = None) -> frozenset[str]:
-    """File formats of the data files of ``snapshot_id`` (head when None), minus those of
-    ``since`` (for ranges)."""
-    tbl = interop_catalog().load_table(f"ns.{table}")
-    def files(sid: int | None) -> dict[str, str]:
-        if sid is None and tbl.current_snapshot() is None:
-            return {}
-        return {t.file.file_path: str(t.file.file_format.value)
-                for t in tbl.scan(snapshot_id=sid).plan_files()}
-    now = files(snapshot_id)
-    if since is not None:
-        for path in files(since):
-            now.pop(path, None)
-    return frozenset(v.upper() for v in now.values())
-
-
-def known_bug(case: dict[str, Any]) -> str | None:
-    """Why ``case`` fails today, when the cause is one of the bugs of issue 15 being fixed
-    on another branch (the lead removes these marks after merging); else None."""
-    opts = case["options"]
-    table = case["table"]
-    if "error" not in case:
-        if case["kind"] == "ref":
-            ref = interop_catalog().load_table(f"ns.{table}").metadata.refs[opts["ref"]]
-            formats = _formats(table, ref.snapshot_id)
-        elif case["kind"] == "range":
-            formats = _formats(table, int(opts["endSnapshotId"]), int(opts["startSnapshotId"]))
-        else:
-            sid = case.get("snapshot_id") or opts.get("snapshotId")
-            formats = _formats(table, int(sid) if sid else None)
-        if formats - {"PARQUET"}:
-            return FORMATS + f"{sorted(formats - {'PARQUET'})} data files refused"
-    if case["kind"] == "columns":
-        return FIXES + "columns returned in table order, not in the order asked"
-    if "_row_id" in opts.get("metadataColumns", ""):
-        return FIXES + "v3 row lineage (_row_id, _last_updated_sequence_number) not readable"
-    if table in NESTED_NULL_TABLES and case["kind"] != "columns":
-        return FIXES + "NULL array<struct>/map<string,struct> read as empty"
-    return None
-
-
-def alias_bug(case: dict[str, Any]) -> str | None:
-    """The alias ``streaming-skip-overwrite-snapshots`` means skipChangeCommits today, which
-    also skips deletes: where Iceberg's own source fails on a delete, icefloe goes on."""
-    opts = case["options"]
-    if (case["kind"] == "stream" and "error" in case
-            and "streaming-skip-overwrite-snapshots" in opts
-            and "streaming-skip-delete-snapshots" not in opts):
-        return FIXES + "streaming-skip-overwrite-snapshots also skips delete snapshots"
-    return None
-
-
 def params(kinds: tuple[str, ...]) -> list[Any]:
     """The cases of ``kinds`` as pytest params (id = case id)."""
     if MANIFEST is None:
@@ -188,16 +127,3 @@ def params(kinds: tuple[str, ...]) -> list[Any]:
     return [pytest.param(case, id=case["id"]) for case in CASES if case["kind"] in kinds]
 
 
-@pytest.fixture(autouse=True)
-def _known_bugs(request: pytest.FixtureRequest) -> None:
-    """Mark a case xfail(strict) when it fails today because of one of the bugs of issue 15
-    being fixed on another branch (decided at run time, so ``make test``'s collection does
-    not open the interop catalog). Modules that read with icefloe only
-    (``ICEFLOE_READS = False`` elsewhere) are left alone."""
-    callspec = getattr(request.node, "callspec", None)
-    case = callspec.params.get("case") if callspec else None
-    if case is None or not getattr(request.module, "ICEFLOE_READS", True):
-        return
-    reason = alias_bug(case) or known_bug(case)
-    if reason:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))

@@ -14,7 +14,6 @@ import pytest
 from tests.interop.conftest import HOME, assert_rows, oracle, params
 
 pytestmark = pytest.mark.interop
-ICEFLOE_READS = False  # no known-bug marks: icefloe is not read here
 
 KINDS = ("head", "snapshot", "timestamp")
 
