@@ -23,7 +23,8 @@ The hierarchy::
     │   ├── CheckpointVersionError               written by a newer icefloe
     │   └── CheckpointMismatchError              a checkpoint of another table or ref
     ├── EngineError                              an engine (Spark / Ray) adapter problem
-    └── StreamClosedError                        the stream was stopped
+    ├── StreamClosedError                        the stream was stopped
+    └── UnknownSplitError (also KeyError)        an ack of a split never handed out
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ __all__ = [
     "StreamClosedError",
     "TableNotFoundError",
     "TableReplacedError",
+    "UnknownSplitError",
 ]
 
 
@@ -158,3 +160,11 @@ class EngineError(IcefloeError):
 
 class StreamClosedError(IcefloeError):
     """The stream was stopped; no more items will come."""
+
+
+class UnknownSplitError(IcefloeError, KeyError):
+    """An ack names a split that is not registered (never handed out, or already
+    acknowledged and committed)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""

@@ -30,18 +30,14 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from icefloe.errors import UnknownSplitError
 from icefloe.splits.split import FileSplit
 from icefloe.state.position import Phase, Position
 
 if TYPE_CHECKING:
     from icefloe.state.checkpoint import Checkpoint
 
-
-class UnknownSplitError(KeyError):
-    """An ack names a split that is not registered (or was already committed)."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
+__all__ = ["AckTracker", "UnknownSplitError"]
 
 
 class _Split:
@@ -235,7 +231,7 @@ class AckTracker:
         an already fully acked split again is a no-op while it is not yet committed.
 
         Raises:
-            UnknownSplitError (a KeyError): the id is not registered, or its split is
+            UnknownSplitError (an IcefloeError and a KeyError): the id is not registered, or its split is
                 already inside the committed position (acknowledge a split once).
             ValueError: a negative ``consumed_rows``.
         """
