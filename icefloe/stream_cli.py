@@ -68,7 +68,7 @@ def _watch(stream: Any, stop: threading.Event, deadline: float | None) -> None:
     while not stop.wait(0.2):
         if deadline is not None and time.monotonic() > deadline:
             stop.set()
-    stream._stop.set()
+    stream.stop()
 
 
 def _status(stream: Any) -> None:

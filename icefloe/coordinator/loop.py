@@ -51,7 +51,7 @@ class EnumerationLoop:
             self._run(stop)
         except BaseException as exc:  # delivered to the readers in order
             log.warning("enumeration of %s failed: %s: %s", coord.handle.identifier,
-                        type(exc).__name__, exc)
+                        type(exc).__name__, exc, exc_info=True)
             coord.assigner.finish(exc)
             return
         coord.assigner.finish()
