@@ -15,7 +15,7 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 from icefloe.local.queues import DONE, Failure, get, put
 
@@ -86,7 +86,7 @@ class Merger:
                         break
                     if isinstance(chunk, Failure):
                         raise chunk.exc
-                    yield from chunk  # type: ignore[attr-defined]
+                    yield from cast("list[Any]", chunk)
                 if self.stop.is_set():
                     return
         else:
@@ -100,4 +100,4 @@ class Merger:
                     continue
                 if isinstance(chunk, Failure):
                     raise chunk.exc
-                yield from chunk  # type: ignore[attr-defined]
+                yield from cast("list[Any]", chunk)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -81,7 +81,7 @@ class _Progress:
 
 
 def read_run(reader: SplitReader, run: list[FileSplit], retry: RetryPolicy,
-             stop: threading.Event) -> Iterator[SplitBatch | object]:
+             stop: threading.Event) -> Generator[SplitBatch | object, None, None]:
     """Every item of ``run``'s splits in order, and :data:`FLUSH` before a retry's wait.
 
     Consecutive splits that :meth:`SplitReader.can_batch` are read together through
@@ -120,7 +120,7 @@ def read_run(reader: SplitReader, run: list[FileSplit], retry: RetryPolicy,
 
 def _scan(reader: SplitReader, progress: list[_Progress], i: int, j: int,
           empty: pa.RecordBatch, stop: threading.Event
-          ) -> Iterator[SplitBatch | object]:  # returns int | None
+          ) -> Generator[SplitBatch | object, None, int | None]:
     """Read splits ``i..j`` (all batchable) through :meth:`SplitReader.read_run`; returns
     ``j`` when all are done, else the split a scan error stopped in (None if stopped)."""
     cur = i
@@ -148,7 +148,7 @@ def _scan(reader: SplitReader, progress: list[_Progress], i: int, j: int,
 
 
 def _read_one(reader: SplitReader, progress: _Progress, retry: RetryPolicy,
-              stop: threading.Event) -> Iterator[SplitBatch | object]:  # returns bool
+              stop: threading.Event) -> Generator[SplitBatch | object, None, bool]:
     """Read one split from ``progress.final`` on, retrying transient errors; returns
     False if stopped during a backoff. Raises the error that ends it."""
     split = progress.split
@@ -245,4 +245,4 @@ class Worker:
                 put(out, Failure(exc), self.stop)
             return False
         finally:
-            items.close()  # type: ignore[attr-defined]
+            items.close()

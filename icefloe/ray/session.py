@@ -100,7 +100,7 @@ def stream_cli(table: str, catalog: str | None = None, options: Mapping[str, Any
             threading.Thread(target=watch, daemon=True).start()
             last = 0.0
             for item in rs:
-                out.write(item)  # type: ignore[arg-type]
+                out.write(item)
                 item.ack()
                 if time.monotonic() - last > 2:
                     last = time.monotonic()

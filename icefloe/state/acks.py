@@ -231,8 +231,9 @@ class AckTracker:
         an already fully acked split again is a no-op while it is not yet committed.
 
         Raises:
-            UnknownSplitError (an IcefloeError and a KeyError): the id is not registered, or its split is
-                already inside the committed position (acknowledge a split once).
+            UnknownSplitError (an IcefloeError and a KeyError): the id is not registered,
+                or its split is already inside the committed position (acknowledge a
+                split once).
             ValueError: a negative ``consumed_rows``.
         """
         if consumed_rows is not None and consumed_rows < 0:

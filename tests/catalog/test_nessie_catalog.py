@@ -29,8 +29,8 @@ from icefloe.errors import (
 )
 from icefloe.options import SourceOptions
 from tests.conftest import assert_same_rows
-from tests.helpers.tables import make_table, rows
 from tests.helpers.nessie_fake import FakeNessieServer, Put
+from tests.helpers.tables import make_table, rows
 
 KEY = "db.events"
 TOKEN = "n3ss1e-s3cret-t0ken"

@@ -20,8 +20,8 @@ from icefloe.catalog.nessie import NessieCatalog
 from icefloe.errors import LineageBreakError, TableNotFoundError, TableReplacedError
 from icefloe.local.stream import LocalStream, StreamItem
 from tests.catalog.test_nessie_catalog import KEY, append, nessie_source
-from tests.helpers.tables import EVENTS_SCHEMA, drop_and_recreate, make_table, rollback_to
 from tests.helpers.nessie_fake import Delete, FakeNessieServer, Put
+from tests.helpers.tables import EVENTS_SCHEMA, drop_and_recreate, make_table, rollback_to
 
 pytestmark = pytest.mark.timeout(30)
 POLL = {"pollIntervalMs": "20"}

@@ -6,6 +6,6 @@ import pytest
 
 pytest.importorskip("ray")
 
-from tests.helpers.ray_local import RAY_WARNINGS, ray_local  # noqa: E402
+from tests.helpers.ray_local import RAY_WARNINGS, ray_local
 
 __all__ = ["RAY_WARNINGS", "ray_local"]
