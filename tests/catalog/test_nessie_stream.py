@@ -229,4 +229,4 @@ def test_restart_from_checkpoint_tracks_the_content_id(
     with again.stream(checkpoint=ckpt, available_now=True) as restarted:
         assert sorted(r for i in restarted for r in i.batch.column("id").to_pylist()) == [
             100, 101, 102, 103]
-        assert restarted.enumerator.identity == nessie.content("main", KEY)["id"]  # type: ignore[index]
+        assert restarted.coordinator.enumerator.identity == nessie.content("main", KEY)["id"]  # type: ignore[index]
