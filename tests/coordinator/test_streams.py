@@ -149,7 +149,8 @@ def test_nessie_hashes_in_the_checkpoint(engine: str, catalog: SqlCatalog,
 def test_lag_is_measured_from_the_committed_position(engine: str, catalog: SqlCatalog) -> None:
     """With the committed position N snapshots behind the head, the lag is N snapshots
     (their added records, the age of the oldest) while items wait unacknowledged, and
-    drops to 0 once they are acknowledged."""
+    drops to 0 once they are acknowledged. (Before the coordinator, the local stream
+    measured how far planning got: 0 here.)"""
     tbl = make_table(catalog)
     tbl.append(rows(3))
     with open_stream(engine, catalog, None, FAST, checkpoint_interval_s=0) as stream:
@@ -160,14 +161,24 @@ def test_lag_is_measured_from_the_committed_position(engine: str, catalog: SqlCa
             tbl.append(rows(5, start=100 * (i + 1)))
         behind = tbl.refresh().snapshots()[-4:]  # the oracle: PyIceberg's snapshot list
         oracle = sum(int(s.summary.get("added-records")) for s in behind)  # type: ignore
-        delivered = take(items, 20, ack=False)  # all planned and read, nothing acked
-        assert delivered == sorted(i for s in range(1, 5) for i in range(100 * s, 100 * s + 5))
+        held = []  # read, never acked (Ray's readers hold 2 unacked splits at most)
+        while sum(i.batch.num_rows for i in held) < 10:
+            held.append(next(items))
+        expected = {i for s in range(1, 5) for i in range(100 * s, 100 * s + 5)}
+        assert {i for item in held for i in item.batch.column("id").to_pylist()} <= expected
+        head = tbl.current_snapshot().snapshot_id
+        # measured against the head as of the stream's last poll: wait until it saw ours
+        wait_for(lambda: stream.lag.head_snapshot_id == head, "the stream never saw the head")
         lag = stream.lag
         assert (lag.snapshots, lag.records) == (4, oracle)
-        assert lag.head_snapshot_id == tbl.current_snapshot().snapshot_id
         assert lag.seconds >= time.time() - behind[0].timestamp_ms / 1000 - 1
-        assert stream.stats.unacked > 0
+        assert stream.stats.unacked == len(held)
         assert stream.describe()["snapshots_behind"] == 4
+        for item in held:
+            item.ack(wait=True)
+        take(items, 20 - sum(i.batch.num_rows for i in held))
+        wait_for(lambda: stream.lag.snapshots == 0, "acknowledged: no lag")
+        assert stream.stats.unacked == 0
 
 
 # -- the stream API -------------------------------------------------------------------------
