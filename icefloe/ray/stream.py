@@ -267,7 +267,12 @@ class RayStream(StreamBase):
                     submit(reader_id)
             if self.available_now and time.monotonic() - last_status > 0.2:
                 last_status = time.monotonic()
-                status = self.status()  # ordered after this driver's acks
+                try:
+                    status = self.status()  # ordered after this driver's acks
+                except RayActorError:
+                    if self._stopping.is_set():
+                        return  # stop() from another thread ended the actors
+                    raise
                 if status["finished"]:
                     return  # all acknowledged: a reader still starting has nothing new
                 if drained_at is None and status["drained"]:
