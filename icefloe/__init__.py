@@ -36,9 +36,12 @@ from icefloe.errors import (
 )
 
 if TYPE_CHECKING:
+    from icefloe.coordinator import Lag, Stats, StreamItem
+    from icefloe.local.stream import LocalStream
     from icefloe.options import SourceOptions
     from icefloe.source import IcebergSource
     from icefloe.splits import DeleteFileRef, FileSplit, deserialize_split, serialize_split
+    from icefloe.state.position import Position
 
 # Imported on first use (PEP 562), so that a reader process (a Spark executor's Python
 # worker, a Ray actor) importing ``icefloe.reader`` pays for neither the catalog stack
@@ -50,6 +53,11 @@ _LAZY = {
     "FileSplit": "icefloe.splits",
     "deserialize_split": "icefloe.splits",
     "serialize_split": "icefloe.splits",
+    "Lag": "icefloe.coordinator",
+    "LocalStream": "icefloe.local.stream",
+    "Position": "icefloe.state.position",
+    "Stats": "icefloe.coordinator",
+    "StreamItem": "icefloe.coordinator",
 }
 
 
@@ -79,9 +87,12 @@ __all__ = [
     "IcebergSource",
     "IcefloeError",
     "InvalidOptionError",
+    "Lag",
     "LineageBreakError",
     "LineageError",
+    "LocalStream",
     "OutputError",
+    "Position",
     "RefNotFoundError",
     "SnapshotError",
     "SnapshotNotFoundError",
@@ -89,7 +100,9 @@ __all__ = [
     "SourceOptions",
     "SplitError",
     "SplitFormatError",
+    "Stats",
     "StreamClosedError",
+    "StreamItem",
     "TableNotFoundError",
     "TableReplacedError",
     "UnknownSplitError",

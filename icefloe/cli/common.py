@@ -199,6 +199,7 @@ def status_line(info: dict[str, Any]) -> str:
     parts = [f"committed: {info.get('committed', '-')}"]
     if "snapshots_behind" in info:
         parts.append(f"lag: {info['snapshots_behind']} snapshots, "
+                     f"{info.get('records_behind', 0):,} records, "
                      f"{info.get('seconds_behind', 0)} s")
     rows = f"{info.get('rows', 0):,} rows"
     if "rows_per_s" in info:

@@ -60,15 +60,7 @@ class Stopper:
         while not self.event.wait(0.2):
             if self.deadline is not None and time.monotonic() > self.deadline:
                 self.event.set()
-        _request_stop(stream)
-
-
-def _request_stop(stream: Any) -> None:
-    stop = getattr(stream, "stop", None)
-    if callable(stop):
-        stop()
-    else:  # the local stream before its public stop() (issue 16): its stop event
-        stream._stop.set()
+        stream.stop()  # thread-safe on both engines; writes the final checkpoint
 
 
 @contextmanager

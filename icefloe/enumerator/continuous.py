@@ -233,8 +233,14 @@ class ContinuousEnumerator:
                 f"{self.identity} is now {current}); its old position means nothing in the new "
                 "table. Set onLineageBreak=restartFromStart or restartFromHead to continue")
 
-    def _chain(self, position: Position, head: Snapshot) -> list[Snapshot]:
-        """Snapshots whose changes come after ``position`` (oldest first)."""
+    def snapshots_after(self, position: Position, head: Snapshot) -> list[Snapshot]:
+        """Snapshots whose changes come after ``position`` (oldest first), up to ``head``.
+
+        The snapshot of a unit in progress is not included (its rest is not a new unit).
+
+        Raises:
+            LineageBreakError / ExpiredPositionError: ``position`` left the lineage.
+        """
         metadata = self.handle.metadata
         what = f"branch {self.options.ref!r} of table {self.handle.identifier}"
         if position.snapshot_id is None:
@@ -280,12 +286,17 @@ class ContinuousEnumerator:
                     raise LineageBreakError(
                         f"branch {self.options.ref!r} of table {self.handle.identifier} has no "
                         f"snapshot any more, but the position is {position.describe()}")
-                self._chain(position, head)
+                self.snapshots_after(position, head)
         except (TableReplacedError, LineageBreakError, ExpiredPositionError) as exc:
             recovered = self._recover(position, head, exc)
             self._cursor = None
             return recovered, True
         return position, False
+
+    def drop_planning_state(self) -> None:
+        """Forget the open planning generator of the unit in progress (memory; the next
+        :meth:`enumerate` re-plans from its position)."""
+        self._cursor = None
 
     # -- enumeration ----------------------------------------------------------------
 
@@ -343,7 +354,7 @@ class ContinuousEnumerator:
             units.append((position.phase, self.handle.snapshot(position.snapshot_id),
                           position.next_ordinal))
         chain = [] if position.snapshot_id == head_id and position.next_ordinal is None \
-            else self._chain(position, head)
+            else self.snapshots_after(position, head)
         units.extend(("incremental", snap, 0) for snap in chain)
 
         items: list[Item] = []

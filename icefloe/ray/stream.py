@@ -1,69 +1,53 @@
 """Continuous ingestion on Ray actors: one enumerator actor, a pool of reader actors.
 
-The FLIP-27 split-request loop on Ray:
+The FLIP-27 split-request loop on Ray (the actors are in :mod:`icefloe.ray.actors`):
 
-- :class:`EnumeratorActor` (one, ``num_cpus=0``) opens the catalog itself (catalog
-  name + ``catalog.<prop>`` options: catalog objects do not always pickle), restores
-  the checkpoint (:class:`~icefloe.state.session.CheckpointSession`, shared with the
-  local stream; a new start is checkpointed at once), and runs
-  :class:`~icefloe.enumerator.continuous.ContinuousEnumerator` on a background
-  thread that fills a bounded queue of pending splits, registered with an
-  :class:`~icefloe.state.AckTracker`. Readers request splits; a reader holds at most
-  ``max_in_flight_per_reader`` unacknowledged splits (backpressure). Acks
-  advance the committed position, written to the checkpoint store (the local
-  stream's :class:`~icefloe.state.Checkpoint` format) at most every
-  ``checkpoint_interval_s`` and on close. When a reader dies, its unacknowledged
-  splits are handed out again first, resumed at their acknowledged record offset.
-- :class:`ReaderActor` (``num_readers``) pulls a split, reads it with
-  :class:`~icefloe.reader.SplitReader` and either calls the ``sink`` (in the actor;
+- ``EnumeratorActor`` (one, ``num_cpus=0``) runs the
+  :class:`~icefloe.coordinator.Coordinator`, the same core as the local stream: it opens
+  the catalog itself (catalog name + ``catalog.<prop>`` options: catalog objects do not
+  always pickle), restores the checkpoint (a new start and a lineage reset are
+  checkpointed at once), enumerates with retries on a thread of its own, hands splits
+  to readers on request (a reader holds at most ``max_in_flight_per_reader``
+  unacknowledged splits: backpressure), records acks and writes checkpoints (with the
+  Nessie hashes of the committed snapshots) at most every ``checkpoint_interval_s`` and
+  on close. When a reader dies, its unacknowledged splits are handed out again first,
+  resumed at their acknowledged record offset.
+- ``ReaderActor`` (``num_readers``) pulls a split, reads it with
+  :func:`icefloe.local.worker.read_run` and either calls the ``sink`` (in the actor;
   the reader acks each batch once the sink returns) or keeps the batches in a small
   outbox the driver polls (the driver's consumer acks, like the local stream).
 - :class:`RayStream` (the driver) creates the actors, supervises the readers
-  (replacing dead ones), and iterates items or waits.
+  (replacing dead ones), and iterates items (the stream API of
+  :class:`~icefloe.coordinator.stream.StreamBase`) or waits.
 
 Delivery is at least once: a restart, or a reader's death, re-delivers only what was
 not acknowledged; ``item.ack(wait=True)`` and a sink's ``acked(item)`` tell when an
 ack is recorded (and checkpointed, when due). The driver's death ends the job's actors:
-restart it on the same checkpoint. Everything crossing actors is picklable: the read
-context, split objects, Arrow batches, the sink (a picklable callable or an object with
-``write``).
+restart it on the same checkpoint.
 """
 
 from __future__ import annotations
 
-import collections
 import logging
-import queue
-import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-import pyarrow as pa
 import ray
 from pyiceberg.catalog import Catalog
 from ray.exceptions import RayActorError
 
-from icefloe.enumerator.continuous import ContinuousEnumerator, Limits, UnitEnd
+from icefloe.coordinator.item import StreamItem
+from icefloe.coordinator.lag import Lag
+from icefloe.coordinator.stream import RawItem, StreamBase
+from icefloe.errors import InvalidOptionError
+from icefloe.ray.actors import EnumeratorActor, ReaderActor, Sink
 from icefloe.reader.context import ReadContext
-from icefloe.reader.split_reader import SplitReader
 from icefloe.source import IcebergSource
-from icefloe.splits.split import FileSplit
-from icefloe.state import AckTracker
-from icefloe.state.acks import UnknownSplitError
 from icefloe.state.position import Position
-from icefloe.state.session import CheckpointSession
 
 log = logging.getLogger(__name__)
-
-Sink = Callable[["RayStreamItem"], Any] | Any
-"""A picklable callable taking a :class:`RayStreamItem`, or an object with ``write(item)``.
-
-An object sink may also define ``acked(item)``: the reader actor then waits for the
-enumerator to record each batch's ack (and to write the checkpoint when due) and calls
-it, in the reader actor, before it reads on (one round trip per batch)."""
 
 _CATALOG_TYPES = {"SqlCatalog": "sql", "RestCatalog": "rest", "HiveCatalog": "hive",
                   "GlueCatalog": "glue", "DynamoDbCatalog": "dynamodb",
@@ -87,367 +71,8 @@ def catalog_as_options(catalog: str | Catalog | None,
     return catalog.name, {**props, **opts}
 
 
-@dataclass(frozen=True)
-class RayStreamItem:
-    """One batch of the stream.
-
-    In driver mode call :meth:`ack` once the sink has it durably. A ``sink`` run in a
-    reader actor need not ack: the reader acks the batch when the sink returns (and
-    calls the sink's ``acked(item)``, if it has one, once the ack is recorded).
-
-    Attributes:
-        batch: the rows (at most ``batchSize``).
-        split: the split the rows come from.
-        consumed: source records of the split done after this batch (resume offset).
-        last: True on the split's final batch.
-        reader_id: the reader actor that read it.
-    """
-
-    batch: pa.RecordBatch
-    split: FileSplit
-    consumed: int
-    last: bool
-    reader_id: str = ""
-    _acker: Callable[[str, int | None, bool], None] | None = field(default=None, repr=False)
-
-    @property
-    def split_id(self) -> str:
-        return self.split.split_id
-
-    @property
-    def snapshot_id(self) -> int:
-        return self.split.snapshot_id
-
-    @property
-    def sequence_number(self) -> int:
-        return self.split.sequence_number
-
-    def ack(self, wait: bool = False) -> None:
-        """Acknowledge this batch (and, cumulatively, the split's batches before it).
-
-        Args:
-            wait: return only once the enumerator recorded the ack (and wrote the
-                checkpoint, when ``checkpoint_interval_s`` is due). Without it the ack is
-                sent and not awaited: a crash right after may lose it, and the batch
-                is then delivered again after the restart (at least once).
-        """
-        if self._acker is not None:
-            self._acker(self.split.split_id, None if self.last else self.consumed, wait)
-
-
-def split_items(reader: SplitReader, split: FileSplit,
-                schema: pa.Schema) -> Iterator[tuple[pa.RecordBatch, int, bool]]:
-    """``(batch, consumed, last)`` for one split: non-empty batches, the last one flagged
-    (possibly empty, so every split ends with exactly one ``last`` item)."""
-    held: pa.RecordBatch | None = None
-    held_consumed = final = split.resume_rows
-    for batch, consumed in reader.read_progress(split):
-        final = consumed
-        if not batch.num_rows:
-            continue
-        if held is not None:
-            yield held, held_consumed, False
-        held, held_consumed = batch, consumed
-    yield (held if held is not None else pa.RecordBatch.from_pylist([], schema=schema),
-           final, True)
-
-
-# -- the enumerator actor ------------------------------------------------------------------
-
-
-class EnumeratorActor:
-    """Owns enumeration, ack tracking and the checkpoint store. Runs in one Ray actor.
-
-    Actor methods run one at a time in the order each caller submitted them (a
-    reader's acks apply in order); the enumeration loop runs on a thread of its own.
-    Constructor arguments must pickle: the catalog travels as a name plus
-    ``catalog.<prop>`` options and is opened here.
-    """
-
-    def __init__(self, table: str, catalog: str | None, options: Mapping[str, Any],
-                 checkpoint: str | None, available_now: bool, max_in_flight_per_reader: int,
-                 max_pending: int, checkpoint_interval_s: float) -> None:
-        self.source = IcebergSource(table, catalog=catalog, options=options)
-        self.options = self.source.options.for_mode("continuous")
-        self.checkpoint_location = checkpoint
-        self.available_now = available_now
-        self.max_in_flight = max_in_flight_per_reader
-        self.max_pending = max_pending
-        self.checkpoint_interval_s = checkpoint_interval_s
-        self._lock = threading.RLock()
-        self._stop = threading.Event()
-        self._pending: collections.deque[FileSplit] = collections.deque()
-        self._reassigned: collections.deque[FileSplit] = collections.deque()
-        self._owner: dict[str, str] = {}
-        self._assigned: dict[str, FileSplit] = {}
-        self._acked_rows: dict[str, int] = {}
-        self._failed_readers: set[str] = set()
-        self._enumerated_all = False
-        self._error: BaseException | None = None
-        self._handed = 0
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> ReadContext:
-        """Restore (or resolve the start), start enumerating; returns the read context."""
-        handle = self.source.handle
-        opts = self.options
-        self.enumerator = ContinuousEnumerator(handle, opts)
-        self.session = CheckpointSession(handle, opts, self.checkpoint_location)
-        start = self.session.restore(self.enumerator)
-        position = start.position
-        self.tracker = start.tracker()
-        self.write_checkpoint()  # a new start is durable at once (restore marked it dirty)
-        self.context = ReadContext.create(handle.metadata, handle.io, handle.metadata.schema(),
-                                          opts)
-        self._pinned_head: int | None = None
-        if self.available_now:
-            head = self.enumerator.head()
-            self._pinned_head = head.snapshot_id if head else None
-        self._thread = threading.Thread(target=self._enumerate_loop, args=(position,),
-                                        name="icefloe-ray-enumerator", daemon=True)
-        self._thread.start()
-        return self.context
-
-    # -- enumeration thread ---------------------------------------------------------
-
-    def _enqueue(self, split: FileSplit) -> bool:
-        while not self._stop.is_set():
-            with self._lock:
-                if len(self._pending) < self.max_pending:
-                    self._pending.append(split)
-                    return True
-            self._stop.wait(0.02)
-        return False
-
-    def _enumerate_loop(self, position: Position) -> None:
-        opts = self.options
-        limits = Limits.from_options(opts)
-        try:
-            if opts.initial_delay_ms:
-                self._stop.wait(opts.initial_delay_ms / 1000)
-            first = True
-            while not self._stop.is_set():
-                if not first:
-                    self.enumerator.refresh()
-                first = False
-                result = self.enumerator.enumerate(position, limits, self._pinned_head)
-                if result.reset:
-                    self._reset(result.from_position)
-                for item in result.items:
-                    if isinstance(item, UnitEnd):
-                        self.tracker.unit_done(item.phase, item.snapshot_id,
-                                               item.sequence_number)
-                        continue
-                    handed = self.tracker.register(item)
-                    if handed is not None and not self._enqueue(handed):
-                        return
-                position = result.to_position
-                if self.available_now and (self._pinned_head is None or (
-                        position.is_unit_complete
-                        and position.snapshot_id == self._pinned_head)):
-                    with self._lock:
-                        self._enumerated_all = True
-                    return
-                if not result.items:
-                    self._stop.wait(opts.poll_interval_ms / 1000)
-        except BaseException as exc:
-            log.exception("enumeration failed")
-            with self._lock:
-                self._error = exc
-
-    def _reset(self, position: Position) -> None:
-        """A lineage strategy moved the position: wait for in-flight acks, restart tracking."""
-        while self.tracker.in_flight() and not self._stop.is_set():
-            self._stop.wait(0.05)
-        with self._lock:
-            self.tracker = AckTracker(position, (), ())
-            self.session.mark_dirty()
-
-    # -- reader requests --------------------------------------------------------------
-
-    def request_split(self, reader_id: str) -> tuple[str, FileSplit | None]:
-        """The next split for ``reader_id``: ``("split", s)``, ``("wait", None)`` (nothing
-        now, or the reader holds ``max_in_flight_per_reader`` unacked splits) or
-        ``("end", None)`` (the reader was declared failed: it must stop)."""
-        with self._lock:
-            if self._error is not None:
-                raise self._error
-            if reader_id in self._failed_readers:
-                return "end", None
-            held = sum(1 for owner in self._owner.values() if owner == reader_id)
-            if held >= self.max_in_flight:
-                return "wait", None
-            source = self._reassigned if self._reassigned else self._pending
-            if not source:
-                return "wait", None
-            split = source.popleft()
-            self._owner[split.split_id] = reader_id
-            self._assigned[split.split_id] = split
-            self._handed += 1
-            return "split", split
-
-    def ack(self, split_id: str, consumed: int | None) -> None:
-        """The sink has the split's first ``consumed`` source records (None: all of it)."""
-        with self._lock:
-            try:
-                self.tracker.ack(split_id, consumed)
-            except UnknownSplitError:  # a late ack of a re-read, already committed split
-                log.debug("ignoring ack of committed split %s", split_id)
-            if consumed is None:
-                self._owner.pop(split_id, None)
-                self._assigned.pop(split_id, None)
-                self._acked_rows.pop(split_id, None)
-            elif split_id in self._assigned:
-                self._acked_rows[split_id] = max(self._acked_rows.get(split_id, 0), consumed)
-            self.session.mark_dirty()
-        if self.session.due(self.checkpoint_interval_s):
-            self.write_checkpoint()
-
-    def reader_failed(self, reader_id: str) -> int:
-        """Hand ``reader_id``'s unacknowledged splits out again first (resumed at their
-        acknowledged offset); returns how many."""
-        with self._lock:
-            self._failed_readers.add(reader_id)
-            lost = [self._assigned[s] for s, owner in self._owner.items() if owner == reader_id]
-            for split in reversed(lost):
-                del self._owner[split.split_id]
-                del self._assigned[split.split_id]
-                done = self._acked_rows.pop(split.split_id, 0)
-                self._reassigned.appendleft(split.with_position(max(split.resume_rows, done)))
-        log.warning("reader %s failed: %d splits reassigned", reader_id, len(lost))
-        return len(lost)
-
-    # -- state ------------------------------------------------------------------------
-
-    def status(self) -> dict[str, Any]:
-        """``drained``: enumeration finished (available-now) and no split waits;
-        ``finished``: drained and everything acknowledged."""
-        with self._lock:
-            if self._error is not None:
-                raise self._error
-            drained = self._enumerated_all and not self._pending and not self._reassigned
-            in_flight = self.tracker.in_flight()
-            return {
-                "drained": drained,
-                "finished": drained and in_flight == 0,
-                "in_flight": in_flight,
-                "pending": len(self._pending) + len(self._reassigned),
-                "handed": self._handed,
-                "committed": self.tracker.committed(),
-            }
-
-    def write_checkpoint(self) -> None:
-        """Write the acknowledged state now (no-op without a store or new acks)."""
-        with self._lock:
-            self.session.write(self.tracker, self.enumerator.identity)
-
-    def close(self) -> Position | None:
-        """Stop enumerating, write the final checkpoint; returns the committed position."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
-        if not hasattr(self, "tracker"):
-            return None
-        self.write_checkpoint()
-        return self.tracker.committed()
-
-
-# -- the reader actors ----------------------------------------------------------------------
-
-
-class ReaderActor:
-    """Pulls splits from the enumerator and reads them. Runs in a Ray actor.
-
-    With a ``sink``, each non-empty batch is passed to it in this actor and acked when
-    it returns. Without, batches wait in an outbox of ``outbox_batches`` for the
-    driver's :meth:`poll` (a full outbox stops reading: backpressure).
-    """
-
-    def __init__(self, reader_id: str, enumerator: Any, context: ReadContext,
-                 sink: Sink | None = None, outbox_batches: int = 4) -> None:
-        self.reader_id = reader_id
-        self.enumerator = enumerator
-        self.context = context
-        self.sink = sink
-        self._outbox: queue.Queue[tuple[pa.RecordBatch, FileSplit, int, bool]] = \
-            queue.Queue(maxsize=outbox_batches)
-        self._stop = threading.Event()
-        self._busy = False
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._loop, name=f"icefloe-{reader_id}",
-                                        daemon=True)
-        self._thread.start()
-
-    def _deliver(self, item: tuple[pa.RecordBatch, FileSplit, int, bool]) -> bool:
-        batch, split, consumed, last = item
-        if self.sink is None:
-            while not self._stop.is_set():
-                try:
-                    self._outbox.put(item, timeout=0.1)
-                    return True
-                except queue.Full:
-                    continue
-            return False
-        if not batch.num_rows:
-            self.enumerator.ack.remote(split.split_id, None if last else consumed)
-            return True
-        ray_item = RayStreamItem(batch, split, consumed, last, self.reader_id)
-        write = getattr(self.sink, "write", None)
-        write(ray_item) if write is not None else self.sink(ray_item)
-        ack = self.enumerator.ack.remote(split.split_id, None if last else consumed)
-        acked = getattr(self.sink, "acked", None)
-        if acked is not None:
-            ray.get(ack)
-            acked(ray_item)
-        return True
-
-    def _loop(self) -> None:
-        reader = SplitReader(self.context)
-        schema = self.context.arrow_schema
-        try:
-            while not self._stop.is_set():
-                self._busy = True
-                kind, split = ray.get(self.enumerator.request_split.remote(self.reader_id))
-                if kind == "end":
-                    return
-                if split is None:
-                    self._busy = False
-                    self._stop.wait(0.05)
-                    continue
-                for batch, consumed, last in split_items(reader, split, schema):
-                    if not self._deliver((batch, split, consumed, last)):
-                        return
-                self._busy = False
-        except BaseException as exc:
-            log.exception("reader %s failed", self.reader_id)
-            self._error = exc
-        finally:
-            self._busy = False
-
-    def poll(self, max_items: int = 16, timeout_s: float = 0.2
-             ) -> tuple[list[tuple[pa.RecordBatch, FileSplit, int, bool]], bool]:
-        """Driver mode: ``(items, idle)``; ``idle``: no split being read, outbox empty."""
-        if self._error is not None:
-            raise self._error
-        items = []
-        try:
-            items.append(self._outbox.get(timeout=timeout_s))
-            while len(items) < max_items:
-                items.append(self._outbox.get_nowait())
-        except queue.Empty:
-            pass
-        idle = not self._busy and self._outbox.empty() and not items
-        return items, idle
-
-    def ping(self) -> bool:
-        """Liveness; raises the reading error if the reader thread failed."""
-        if self._error is not None:
-            raise self._error
-        return self._thread.is_alive()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
+RayStreamItem = StreamItem
+"""The stream item of every engine (:class:`icefloe.coordinator.item.StreamItem`)."""
 
 
 _EnumeratorRemote = ray.remote(EnumeratorActor)
@@ -457,8 +82,12 @@ _ReaderRemote = ray.remote(ReaderActor)
 # -- the driver ------------------------------------------------------------------------------
 
 
-class RayStream:
+class RayStream(StreamBase):
     """A continuous read on Ray actors (see the module docstring). Runs on the driver.
+
+    Driver mode (no ``sink``) has the API of every icefloe stream
+    (:class:`~icefloe.coordinator.stream.StreamBase`): ``for item in stream``,
+    ``item.ack()``, ``stop()``, ``lag``, ``stats``. With a ``sink``, call :meth:`run`.
 
     Args:
         table: ``namespace.table``.
@@ -481,8 +110,9 @@ class RayStream:
                  num_readers: int = 2, sink: Sink | None = None, available_now: bool = False,
                  max_in_flight_per_reader: int = 2, checkpoint_interval_s: float = 1.0,
                  reader_num_cpus: float = 1.0) -> None:
+        super().__init__()
         if num_readers < 1:
-            raise ValueError(f"num_readers must be >= 1, got {num_readers}")
+            raise InvalidOptionError("num_readers", f"must be >= 1, got {num_readers}")
         self.table = table
         self.catalog_name, self.options = catalog_as_options(catalog, options)
         IcebergSource(table, self.catalog_name, self.options).options.for_mode("continuous")
@@ -495,24 +125,16 @@ class RayStream:
         self.reader_num_cpus = reader_num_cpus
         self.readers: dict[str, Any] = {}
         self.replaced: list[str] = []
-        self.rows = 0
-        self._stop = threading.Event()
-        self._started = False
-        self._closed = False
         self._context: ReadContext | None = None
+        self._last_lag = Lag()
 
-    def __enter__(self) -> RayStream:
-        self.start()
-        return self
+    @property
+    def rows(self) -> int:
+        """Rows delivered to the driver's consumer."""
+        return self.stats.rows
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def start(self) -> None:
+    def _open(self) -> None:
         """Create the enumerator actor (restores the checkpoint) and the reader actors."""
-        if self._started:
-            return
-        self._started = True
         self.enumerator: Any = _EnumeratorRemote.options(num_cpus=0).remote(
             self.table, self.catalog_name, self.options, self.checkpoint,
             self.available_now, self.max_in_flight_per_reader,
@@ -536,14 +158,10 @@ class RayStream:
         self.replaced.append(reader_id)
         return self._add_reader()
 
-    def _ack(self, split_id: str, consumed: int | None, wait: bool = False) -> None:
+    def _send_ack(self, split_id: str, consumed: int | None, wait: bool) -> None:
         ack = self.enumerator.ack.remote(split_id, consumed)
         if wait:
             ray.get(ack)
-
-    def stop(self) -> None:
-        """Ask :meth:`run` / iteration to return (thread-safe)."""
-        self._stop.set()
 
     def status(self) -> dict[str, Any]:
         """The enumerator's view: committed position, in-flight and pending splits."""
@@ -553,11 +171,20 @@ class RayStream:
         """The committed (acknowledged, exclusive) position."""
         return self.status()["committed"]
 
+    @property
+    def lag(self) -> Lag:
+        """How far the committed position is behind the branch head, measured now (the
+        last measure once the stream is stopped)."""
+        if self._started and not self._closed:
+            self._last_lag = ray.get(self.enumerator.lag.remote())
+        return self._last_lag
+
     def describe(self) -> dict[str, Any]:
+        """Committed position, lag, throughput and the actors' state, for displays."""
         status = self.status()
-        return {"committed": status["committed"].describe(), "rows": self.rows,
-                "in_flight": status["in_flight"], "pending": status["pending"],
-                "readers": len(self.readers), "replaced": len(self.replaced)}
+        return {**super().describe(), "in_flight": status["in_flight"],
+                "pending": status["pending"], "readers": len(self.readers),
+                "replaced": len(self.replaced)}
 
     # -- sink mode --------------------------------------------------------------------
 
@@ -565,10 +192,11 @@ class RayStream:
         """Sink mode: supervise the readers until the stream finishes (available-now: all
         acknowledged), :meth:`stop` or ``max_seconds``. Returns True when finished."""
         if self.sink is None:
-            raise ValueError("run() needs a sink; without one, iterate the stream")
+            raise InvalidOptionError("sink", "run() needs a sink; without one, iterate the "
+                                     "stream")
         self.start()
         deadline = None if max_seconds is None else time.monotonic() + max_seconds
-        while not self._stop.is_set():
+        while not self._stopping.is_set():
             if deadline is not None and time.monotonic() > deadline:
                 return False
             self._supervise(check_interval_s)
@@ -590,7 +218,7 @@ class RayStream:
 
     # -- driver mode ------------------------------------------------------------------
 
-    def __iter__(self) -> Iterator[RayStreamItem]:
+    def __iter__(self) -> Iterator[StreamItem]:
         """Driver mode: the stream's items; ack each once the sink has it.
 
         Available-now ends once every split is acknowledged or, for a consumer that
@@ -599,8 +227,11 @@ class RayStream:
         longer holds the end back when everything is acknowledged).
         """
         if self.sink is not None:
-            raise ValueError("this stream has a sink; call run() instead of iterating")
-        self.start()
+            raise InvalidOptionError("sink", "this stream has a sink; call run() instead "
+                                     "of iterating")
+        return super().__iter__()
+
+    def _batches(self) -> Iterator[RawItem]:
         polls: dict[Any, tuple[str, float]] = {}
 
         def submit(reader_id: str) -> None:
@@ -612,13 +243,15 @@ class RayStream:
         drained_at: float | None = None
         idle_since: dict[str, float] = {}
         last_status = 0.0
-        while not self._stop.is_set():
+        while not self._stopping.is_set():
             ready, _ = ray.wait(list(polls), num_returns=1, timeout=0.5)
             for ref in ready:
                 reader_id, submitted = polls.pop(ref)
                 try:
                     items, idle = ray.get(ref)
                 except RayActorError:
+                    if self._stopping.is_set():
+                        return
                     idle_since.pop(reader_id, None)
                     submit(self._replace(reader_id))
                     continue
@@ -627,18 +260,19 @@ class RayStream:
                 else:
                     idle_since.pop(reader_id, None)
                 for batch, split, consumed, last in items:
-                    if last and not batch.num_rows:
-                        self._ack(split.split_id, None)
-                        continue
-                    self.rows += batch.num_rows
-                    yield RayStreamItem(batch, split, consumed, last, reader_id, self._ack)
-                    if self._stop.is_set():
+                    yield batch, split, consumed, last, reader_id
+                    if self._stopping.is_set():
                         return
                 if reader_id in self.readers:
                     submit(reader_id)
             if self.available_now and time.monotonic() - last_status > 0.2:
                 last_status = time.monotonic()
-                status = self.status()  # ordered after this driver's acks
+                try:
+                    status = self.status()  # ordered after this driver's acks
+                except RayActorError:
+                    if self._stopping.is_set():
+                        return  # stop() from another thread ended the actors
+                    raise
                 if status["finished"]:
                     return  # all acknowledged: a reader still starting has nothing new
                 if drained_at is None and status["drained"]:
@@ -649,13 +283,12 @@ class RayStream:
 
     # -- shutdown ---------------------------------------------------------------------
 
-    def close(self) -> None:
+    def _shutdown(self) -> None:
         """Stop the readers, write the final checkpoint, end the actors."""
-        if self._closed or not self._started:
-            self._closed = True
-            return
-        self._closed = True
-        self._stop.set()
+        try:
+            self._last_lag = ray.get(self.enumerator.lag.remote(), timeout=30)
+        except Exception as exc:  # the lag is for display only
+            log.debug("lag not read at stop: %s", exc)
         stops = [actor.stop.remote() for actor in self.readers.values()]
         ray.wait(stops, num_returns=len(stops), timeout=15)
         try:

@@ -245,7 +245,7 @@ class IcefloeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def commit(self, end: dict[str, Any]) -> None:
         """Spark committed ``end``: drop planning state before it (driver)."""
         if self._driver is not None:
-            self._driver.enumerator._cursor = None
+            self._driver.enumerator.drop_planning_state()
 
     def prepareForTriggerAvailableNow(self) -> None:
         """Pin the target: never go past the head as of now (driver)."""

@@ -37,6 +37,8 @@ from icefloe.state.position import Phase, Position
 if TYPE_CHECKING:
     from icefloe.state.checkpoint import Checkpoint
 
+__all__ = ["AckTracker", "UnknownSplitError"]
+
 
 class _Split:
     __slots__ = ("acked", "ordinal", "rows", "split_id")
@@ -229,8 +231,9 @@ class AckTracker:
         an already fully acked split again is a no-op while it is not yet committed.
 
         Raises:
-            UnknownSplitError (a KeyError): the id is not registered, or its split is
-                already inside the committed position (acknowledge a split once).
+            UnknownSplitError (an IcefloeError and a KeyError): the id is not registered,
+                or its split is already inside the committed position (acknowledge a
+                split once).
             ValueError: a negative ``consumed_rows``.
         """
         if consumed_rows is not None and consumed_rows < 0:

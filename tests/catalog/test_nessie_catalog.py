@@ -10,13 +10,11 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.serializers import FromInputFile
 from pyiceberg.table import Table
 
-from icefloe import IcebergSource
 from icefloe.catalog.handle import TableHandle, open_table
 from icefloe.catalog.loader import open_catalog
 from icefloe.catalog.nessie import NessieCatalog, NessieTable
@@ -29,40 +27,11 @@ from icefloe.errors import (
 )
 from icefloe.options import SourceOptions
 from tests.conftest import assert_same_rows
-from tests.helpers.tables import make_table, rows
-from tests.nessie_fake import FakeNessieServer, Put
+from tests.helpers.nessie import KEY, append, nessie_catalog, nessie_source, oracle
+from tests.helpers.nessie_fake import FakeNessieServer, Put
+from tests.helpers.tables import make_table
 
-KEY = "db.events"
 TOKEN = "n3ss1e-s3cret-t0ken"
-
-
-# ------------------------------------------------------------------ shared helpers
-# (also used by test_nessie_stream.py and test_nessie_live.py)
-
-
-def nessie_source(uri: str, table: str = KEY, **options: Any) -> IcebergSource:
-    """An IcebergSource on the Nessie catalog at ``uri`` (``catalog="nessie"``)."""
-    return IcebergSource(table, catalog="nessie",
-                         options={"catalog.uri": uri, "catalog.backoff-s": "0.001", **options})
-
-
-def nessie_catalog(uri: str, **props: str) -> NessieCatalog:
-    catalog = open_catalog("nessie", {"uri": uri, "backoff-s": "0.001", **props})
-    assert isinstance(catalog, NessieCatalog)
-    return catalog
-
-
-def append(table: Table, start: int, n: int = 4) -> int:
-    """Append rows ``start .. start+n-1`` with PyIceberg; returns the new snapshot id."""
-    table.append(rows(n, start=start))
-    snapshot = table.current_snapshot()
-    assert snapshot is not None
-    return snapshot.snapshot_id
-
-
-def oracle(table: Table, snapshot_id: int) -> pa.Table:
-    """PyIceberg's own scan of ``snapshot_id``."""
-    return table.scan(snapshot_id=snapshot_id).to_arrow()
 
 
 class CountingReads:

@@ -27,7 +27,7 @@ from icefloe.errors import (
     RefNotFoundError,
     TableNotFoundError,
 )
-from tests.nessie_fake import Delete, FakeNessieServer, Put, _decode_key
+from tests.helpers.nessie_fake import Delete, FakeNessieServer, Put, _decode_key
 
 KEY = ("db", "events")
 TOKEN = "s3cr3t-token-value"

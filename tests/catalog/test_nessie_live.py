@@ -26,9 +26,8 @@ from pyiceberg.table import Table
 from icefloe import IcebergSource
 from icefloe.catalog.nessie import NessieCatalog
 from icefloe.errors import LineageBreakError, TableReplacedError
-from tests.catalog.test_nessie_catalog import append, oracle
-from tests.catalog.test_nessie_stream import open_stream, take
 from tests.conftest import assert_same_rows
+from tests.helpers.nessie import append, open_stream, oracle, take
 from tests.helpers.tables import EVENTS_SCHEMA, drop_and_recreate, make_table
 
 NESSIE_URI = os.environ.get("NESSIE_URI")

@@ -9,19 +9,16 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.table import Table
 
-from icefloe import IcebergSource
 from icefloe.catalog.nessie import NessieCatalog
 from icefloe.errors import LineageBreakError, TableNotFoundError, TableReplacedError
-from icefloe.local.stream import LocalStream, StreamItem
-from tests.catalog.test_nessie_catalog import KEY, append, nessie_source
+from tests.helpers.nessie import KEY, append, nessie_source, open_stream, take
+from tests.helpers.nessie_fake import Delete, FakeNessieServer, Put
 from tests.helpers.tables import EVENTS_SCHEMA, drop_and_recreate, make_table, rollback_to
-from tests.nessie_fake import Delete, FakeNessieServer, Put
 
 pytestmark = pytest.mark.timeout(30)
 POLL = {"pollIntervalMs": "20"}
@@ -38,21 +35,6 @@ def table(catalog: SqlCatalog) -> Table:
     tbl = make_table(catalog)
     append(tbl, 0)
     return tbl
-
-
-def open_stream(src: IcebergSource, **kwargs: Any) -> tuple[LocalStream, Iterator[StreamItem]]:
-    stream = src.stream(parallelism=2, checkpoint_interval_s=0, **kwargs)
-    return stream, iter(stream)
-
-
-def take(items: Iterator[StreamItem], n: int) -> list[int]:
-    """Consume and ack items until ``n`` rows arrived; returns their sorted ids."""
-    got: list[int] = []
-    while len(got) < n:
-        item = next(items)
-        got.extend(item.batch.column("id").to_pylist())
-        item.ack()
-    return sorted(got)
 
 
 def wait_polls(nessie: FakeNessieServer, n: int = 3) -> None:
@@ -229,4 +211,4 @@ def test_restart_from_checkpoint_tracks_the_content_id(
     with again.stream(checkpoint=ckpt, available_now=True) as restarted:
         assert sorted(r for i in restarted for r in i.batch.column("id").to_pylist()) == [
             100, 101, 102, 103]
-        assert restarted.enumerator.identity == nessie.content("main", KEY)["id"]  # type: ignore[index]
+        assert restarted.coordinator.enumerator.identity == nessie.content("main", KEY)["id"]  # type: ignore[index]

@@ -127,6 +127,7 @@ class StreamMachine(RuleBasedStateMachine):
             self.stream.close()
             self.stream = None
             self.acked_since_checkpoint = set()
+            self.received = []  # a closed stream's items cannot be acked (StreamClosedError)
 
     @rule()
     def restore(self) -> None:

@@ -1,0 +1,33 @@
+"""The coordinator of continuous reads: one core, driven by the local stream and Ray.
+
+- :mod:`~icefloe.coordinator.core`: :class:`Coordinator` (enumeration loop, assigner,
+  ack tracker, checkpoint session, lag) for one continuous read.
+- :mod:`~icefloe.coordinator.loop`: :class:`EnumerationLoop`, its enumeration thread.
+- :mod:`~icefloe.coordinator.assigner`: :class:`SplitAssigner`, splits to readers.
+- :mod:`~icefloe.coordinator.lag`: :class:`Lag`, from the committed position to the head.
+- :mod:`~icefloe.coordinator.item` and :mod:`~icefloe.coordinator.stream`: what a
+  consumer sees, :class:`StreamItem`, :class:`Stats` and :class:`StreamBase` (the API
+  of every engine's stream).
+- :mod:`~icefloe.coordinator.crash`: the reliability tests' crash points.
+"""
+
+from __future__ import annotations
+
+from icefloe.coordinator.assigner import Assignment, SplitAssigner
+from icefloe.coordinator.core import Coordinator
+from icefloe.coordinator.item import Stats, StreamItem
+from icefloe.coordinator.lag import Lag, measure_lag
+from icefloe.coordinator.loop import EnumerationLoop
+from icefloe.coordinator.stream import StreamBase
+
+__all__ = [
+    "Assignment",
+    "Coordinator",
+    "EnumerationLoop",
+    "Lag",
+    "SplitAssigner",
+    "Stats",
+    "StreamBase",
+    "StreamItem",
+    "measure_lag",
+]

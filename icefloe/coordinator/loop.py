@@ -1,0 +1,117 @@
+"""EnumerationLoop: the continuous enumeration thread of a :class:`Coordinator`.
+
+One cycle: refresh the table (retried by the enumerator), enumerate after the
+position within the trigger limits (transient faults retried with
+:func:`icefloe.retry.call_with_retry`), apply a lineage reset (``onLineageBreak``)
+through the coordinator, which writes the reset checkpoint at once, register every
+split with the ack tracker (with its unit's phase and snapshot sequence number) and
+offer it to the :class:`~icefloe.coordinator.assigner.SplitAssigner`, remember the
+Nessie commit hash each snapshot was seen at, then wait ``pollIntervalMs`` when
+nothing was new. Available-now stops at the head pinned when the loop started.
+
+Runs on a thread of its own; its error ends the loop and reaches the readers
+through the assigner, after the splits enumerated before it.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+from typing import TYPE_CHECKING
+
+from icefloe.enumerator.continuous import Limits, UnitEnd
+from icefloe.retry import call_with_retry
+from icefloe.splits.split import FileSplit
+from icefloe.state.position import Phase, Position
+
+if TYPE_CHECKING:
+    from icefloe.coordinator.core import Coordinator
+
+log = logging.getLogger(__name__)
+
+
+class EnumerationLoop:
+    """The enumeration thread's body (module docstring). Owned by one coordinator."""
+
+    def __init__(self, coordinator: Coordinator, position: Position,
+                 pinned_head: int | None, available_now: bool) -> None:
+        self.coordinator = coordinator
+        self.position = position
+        self.pinned_head = pinned_head
+        self.available_now = available_now
+        self.seen_at: dict[int, str] = {}  # snapshot id -> Nessie commit hash seen at
+        self._seen_lock = threading.Lock()
+
+    def run(self) -> None:
+        """Enumerate until stopped (or, available-now, past the pinned head)."""
+        coord = self.coordinator
+        stop = coord.stop_event
+        try:
+            self._run(stop)
+        except BaseException as exc:  # delivered to the readers in order
+            log.warning("enumeration of %s failed: %s: %s", coord.handle.identifier,
+                        type(exc).__name__, exc, exc_info=True)
+            coord.assigner.finish(exc)
+            return
+        coord.assigner.finish()
+
+    def _run(self, stop: threading.Event) -> None:
+        coord = self.coordinator
+        opts = coord.options
+        enumerator = coord.enumerator
+        limits = Limits.from_options(opts)
+        if opts.initial_delay_ms:
+            stop.wait(opts.initial_delay_ms / 1000)
+        first = True
+        while not stop.is_set():
+            if not first:
+                enumerator.refresh()  # retries transient faults itself
+            first = False
+            result = call_with_retry(
+                functools.partial(enumerator.enumerate, self.position, limits,
+                                  self.pinned_head),
+                coord.retry, f"enumeration of {coord.handle.identifier}", sleep=stop.wait)
+            if result.reset and not coord.reset_to(result.from_position):
+                return
+            commit_hash = coord.handle.commit_hash
+            for item in result.items:
+                if commit_hash is not None:
+                    with self._seen_lock:
+                        self.seen_at.setdefault(item.snapshot_id, commit_hash)
+                if isinstance(item, UnitEnd):
+                    coord.tracker.unit_done(item.phase, item.snapshot_id, item.sequence_number)
+                    continue
+                handed = coord.tracker.register(item, *self._unit_hint(item))
+                if handed is None:  # acknowledged before the restart
+                    continue
+                if not coord.assigner.offer(handed, stop):
+                    return
+            self.position = result.to_position
+            if self.available_now and (self.pinned_head is None or (
+                    self.position.is_unit_complete
+                    and self.position.snapshot_id == self.pinned_head)):
+                return
+            if not result.items:
+                stop.wait(opts.poll_interval_ms / 1000)
+
+    def _unit_hint(self, split: FileSplit) -> tuple[Phase, int]:
+        """The phase and snapshot sequence number of the unit ``split`` belongs to."""
+        position = self.position
+        phase: Phase = "scan" if (position.phase == "scan"
+                                  and split.snapshot_id == position.snapshot_id) else "incremental"
+        snapshot = self.coordinator.handle.snapshot(split.snapshot_id)
+        return phase, snapshot.sequence_number or 0
+
+    def hashes_from(self, position: Position) -> tuple[tuple[int, str], ...]:
+        """Nessie hashes of the committed snapshot and later ones (older ones dropped)."""
+        seq = position.sequence_number
+        metadata = self.coordinator.handle.metadata
+        with self._seen_lock:
+            seen = sorted(self.seen_at.items())
+        keep = []
+        for snapshot_id, commit_hash in seen:
+            snap = metadata.snapshot_by_id(snapshot_id)
+            if snap is None or (snap.sequence_number or 0) >= seq:
+                keep.append((snapshot_id, commit_hash))
+        return tuple(keep)

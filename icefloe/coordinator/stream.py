@@ -1,0 +1,189 @@
+"""StreamBase: the one stream API of every engine (``for item in stream``, ``stop()``, ...).
+
+The local stream and the Ray stream (driver mode) differ only in where batches come
+from and where acks go; this class holds everything a consumer sees:
+
+- iteration: :class:`~icefloe.coordinator.item.StreamItem` values in split order per
+  reader; a split's empty final item is acknowledged here, never delivered;
+- :meth:`StreamBase.stop` (also ``close`` and the context manager's exit): thread-safe
+  and idempotent. Called from another thread while the consumer is handling an item,
+  it waits (up to ``timeout_s``) for the consumer to come back for the next one, so the
+  item's ack is in the final checkpoint; a consumer waiting for data is woken up and its
+  loop ends. Then the engine stops and the final checkpoint is written. Items delivered
+  and never acknowledged are counted (:attr:`Stats.unacked`) and logged as a warning;
+- acks: idempotent per item; after :meth:`stop` they raise
+  :class:`~icefloe.errors.StreamClosedError`;
+- :attr:`lag`, :attr:`stats`, :meth:`committed`, :meth:`describe`.
+
+Subclasses supply :meth:`StreamBase._open`, :meth:`StreamBase._batches`,
+:meth:`StreamBase._send_ack`, :meth:`StreamBase._shutdown`, :meth:`committed` and
+:attr:`lag`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+
+from icefloe.coordinator.crash import crash_point
+from icefloe.coordinator.item import Deliveries, Stats, StreamItem
+from icefloe.coordinator.lag import Lag
+from icefloe.errors import StreamClosedError
+from icefloe.splits.split import FileSplit
+from icefloe.state.position import Position
+
+log = logging.getLogger(__name__)
+
+RawItem = tuple[pa.RecordBatch, FileSplit, int, bool, str]
+"""``(batch, split, consumed, last, reader id)`` as an engine produces it."""
+
+
+class StreamBase:
+    """The consumer side of a continuous read (module docstring)."""
+
+    def __init__(self) -> None:
+        self.stats = Stats()
+        self._deliveries = Deliveries(self.stats)
+        self._stopping = threading.Event()
+        self._closed = False
+        self._started = False
+        self._stop_lock = threading.Lock()
+        self._consumer = threading.Condition()
+        self._holding: threading.Thread | None = None  # consumer thread handling an item
+
+    # -- what an engine supplies -----------------------------------------------------
+
+    def _open(self) -> None:
+        """Start the engine (restore the checkpoint, start enumerating and reading)."""
+        raise NotImplementedError
+
+    def _batches(self) -> Iterator[RawItem]:
+        """The engine's items; returns soon after ``self._stopping`` is set."""
+        raise NotImplementedError
+
+    def _send_ack(self, split_id: str, consumed: int | None, wait: bool) -> None:
+        """Record an ack with the coordinator."""
+        raise NotImplementedError
+
+    def _shutdown(self) -> None:
+        """Stop the engine and write the final checkpoint."""
+        raise NotImplementedError
+
+    def committed(self) -> Position:
+        """The committed (acknowledged, exclusive) position."""
+        raise NotImplementedError
+
+    @property
+    def lag(self) -> Lag:
+        """How far the committed position is behind the branch head."""
+        raise NotImplementedError
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Restore from the checkpoint (or resolve the start) and start reading."""
+        if self._started:
+            return
+        if self._closed:
+            raise StreamClosedError("the stream is closed; open a new one")
+        self._started = True
+        self._open()
+
+    def __enter__(self) -> StreamBase:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Stop the stream and write the final checkpoint (thread-safe, idempotent).
+
+        From another thread while the consumer handles an item, first wait up to
+        ``timeout_s`` for the consumer to ask for the next item (its ack then makes the
+        final checkpoint). Acks after this returns raise ``StreamClosedError``.
+        """
+        self._stopping.set()
+        with self._stop_lock:
+            if self._closed:
+                return
+            with self._consumer:
+                self._consumer.wait_for(
+                    lambda: self._holding in (None, threading.current_thread()), timeout_s)
+            self._closed = True
+            if self._started:
+                self._shutdown()
+        if self.stats.unacked:
+            log.warning("stream stopped with %d delivered items never acknowledged: they "
+                        "are delivered again after a restart", self.stats.unacked)
+
+    def close(self) -> None:
+        """Same as :meth:`stop`."""
+        self.stop()
+
+    @property
+    def stopped(self) -> bool:
+        """True once :meth:`stop` was called."""
+        return self._stopping.is_set()
+
+    # -- the consumer -----------------------------------------------------------------
+
+    def __iter__(self) -> Iterator[StreamItem]:
+        self.start()
+        if self._stopping.is_set():
+            raise StreamClosedError("the stream is stopped; open a new one")
+        me = threading.current_thread()
+        try:
+            for batch, split, consumed, last, reader_id in self._batches():
+                if self._stopping.is_set():
+                    return
+                if last and not batch.num_rows:
+                    self._send_ack(split.split_id, None, False)  # nothing to deliver: done
+                    self.stats.splits += 1
+                    continue
+                self.stats.rows += batch.num_rows
+                self.stats.batches += 1
+                self.stats.splits += 1 if last else 0
+                index = self._deliveries.delivered(split.split_id)
+                crash_point("after_emit")
+                item = StreamItem(batch, split, consumed, last, reader_id, index,
+                                  self._ack_item)
+                with self._consumer:
+                    self._holding = me
+                yield item
+                with self._consumer:
+                    self._holding = None
+                    self._consumer.notify_all()
+                if self._stopping.is_set():
+                    return
+        finally:
+            with self._consumer:
+                self._holding = None
+                self._consumer.notify_all()
+
+    def _ack_item(self, item: StreamItem, wait: bool) -> None:
+        if self._closed:
+            raise StreamClosedError(
+                f"ack of split {item.split_id!r} after the stream was stopped: the final "
+                "checkpoint is written; the item is delivered again after a restart")
+        if self._deliveries.acked(item):
+            self._send_ack(item.split_id, None if item.last else item.consumed, wait)
+
+    # -- display ----------------------------------------------------------------------
+
+    def describe(self) -> dict[str, Any]:
+        """Committed position, lag and throughput, for displays."""
+        lag = self.lag
+        return {
+            "committed": self.committed().describe(),
+            "snapshots_behind": lag.snapshots,
+            "records_behind": lag.records,
+            "seconds_behind": round(lag.seconds, 1),
+            "rows": self.stats.rows,
+            "rows_per_s": round(self.stats.rows_per_second),
+            "unacked": self.stats.unacked,
+        }

@@ -1,0 +1,74 @@
+"""RunAssigner: hands the local engine's reader threads runs of fed splits.
+
+A reader thread claims the next split and, behind it, the splits already fed, up to
+``run_splits`` splits and ``run_records`` records (so a run of small files buffers no
+more than one big split does), and never more than its share of what is fed (the
+others get theirs). It never waits for more splits than the first. Claims are
+serialized by one lock, so run queues are registered with the merger in claim order.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+
+from icefloe.local.feeder import Feeder
+from icefloe.local.merger import Merger
+from icefloe.local.queues import DONE, Failure
+from icefloe.reader.split_reader import MIN_RUN
+from icefloe.splits.split import FileSplit
+
+
+class RunAssigner:
+    """Claims of runs (module docstring).
+
+    Args:
+        feeder: the fed splits.
+        merger: registers each run's queue in claim order.
+        parallelism: reader threads sharing the fed splits.
+        run_splits: most splits one run holds.
+        run_records: most records one run holds (soft: the first split always fits).
+    """
+
+    def __init__(self, feeder: Feeder, merger: Merger, parallelism: int, run_splits: int,
+                 run_records: int) -> None:
+        self.feeder = feeder
+        self.merger = merger
+        self.parallelism = parallelism
+        self.run_splits = run_splits
+        self.run_records = run_records
+        self._lock = threading.Lock()
+        self._exhausted = False
+
+    def claim(self) -> tuple[list[FileSplit], queue.Queue[object]] | None:
+        """The next run and its queue; None when the splits are exhausted or stopped (a
+        feeder failure is delivered at its place in the order first)."""
+        feeder = self.feeder
+        with self._lock:
+            if self._exhausted or feeder.stop.is_set():
+                return None
+            item = feeder.take(block=True)
+            if item is None or item is DONE:
+                self._exhausted = True
+                return None
+            if isinstance(item, Failure):
+                self._exhausted = True
+                self.merger.fail(item)
+                return None
+            assert isinstance(item, FileSplit)
+            run = [item]
+            # share what is fed between the readers; never wait for more
+            limit = min(self.run_splits,
+                        max(MIN_RUN, (feeder.waiting() + 1) // self.parallelism))
+            records = item.record_count
+            while len(run) < limit and records < self.run_records:
+                nxt = feeder.take(block=False)
+                if nxt is None:
+                    break
+                if not isinstance(nxt, FileSplit) or records + nxt.record_count > \
+                        self.run_records:
+                    feeder.push_back(nxt)  # a DONE / Failure too: the next claim sees it
+                    break
+                records += nxt.record_count
+                run.append(nxt)
+            return run, self.merger.run_queue()

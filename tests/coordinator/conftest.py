@@ -1,0 +1,7 @@
+"""The shared stream suite runs against the local engine and Ray (when installed)."""
+
+from __future__ import annotations
+
+from tests.helpers.ray_local import ray_local
+
+__all__ = ["ray_local"]
