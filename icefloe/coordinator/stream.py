@@ -54,6 +54,7 @@ class StreamBase:
         self._stop_lock = threading.Lock()
         self._consumer = threading.Condition()
         self._holding: threading.Thread | None = None  # consumer thread handling an item
+        self._items: Iterator[StreamItem] | None = None  # the one iteration (see __next__)
 
     # -- what an engine supplies -----------------------------------------------------
 
@@ -133,6 +134,17 @@ class StreamBase:
     # -- the consumer -----------------------------------------------------------------
 
     def __iter__(self) -> Iterator[StreamItem]:
+        """The stream is its own iterator: every ``iter(stream)`` (a second ``for`` loop, or
+        ``next(iter(stream))`` twice) goes on where the last one stopped, over one engine
+        run (an abandoned generator per ``iter()`` would strand the splits it held)."""
+        return self
+
+    def __next__(self) -> StreamItem:
+        if self._items is None:
+            self._items = self._generate()
+        return next(self._items)
+
+    def _generate(self) -> Iterator[StreamItem]:
         self.start()
         if self._stopping.is_set():
             raise StreamClosedError("the stream is stopped; open a new one")

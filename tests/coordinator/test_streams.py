@@ -240,5 +240,8 @@ def test_ack_contract(engine: str, catalog: SqlCatalog, caplog: pytest.LogCaptur
     assert any("never acknowledged" in r.getMessage() for r in caplog.records)
     with pytest.raises(StreamClosedError, match="after the stream was stopped"):
         fourth.ack()
+    assert next(iter(stream), None) is None  # the one iteration has ended
+    unused = open_stream(engine, catalog, None, options, checkpoint_interval_s=0)
+    unused.stop()
     with pytest.raises(StreamClosedError):
-        next(iter(stream))
+        next(iter(unused))
