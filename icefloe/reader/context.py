@@ -46,6 +46,8 @@ class ReadContext:
         specs_json: (spec id, spec JSON) of every partition spec of the table.
         name_mapping_json: ``schema.name-mapping.default`` for files without field ids.
         format_version: table format version.
+        location: the table's location (picks the FileIO).
+        io_concurrency: ``ioConcurrency`` (None: auto; see :mod:`icefloe.reader.prefetch`).
     """
 
     schema_json: str
@@ -59,6 +61,7 @@ class ReadContext:
     name_mapping_json: str | None
     format_version: int
     location: str = ""
+    io_concurrency: int | None = None
 
     @classmethod
     def create(cls, metadata: TableMetadata, io: FileIO, schema: Schema,
@@ -80,6 +83,7 @@ class ReadContext:
             name_mapping_json=metadata.properties.get("schema.name-mapping.default"),
             format_version=metadata.format_version,
             location=metadata.location,
+            io_concurrency=options.io_concurrency,
         )
         context.projected_schema  # noqa: B018 - validate the column names now
         context.bound_filter  # noqa: B018
@@ -155,8 +159,8 @@ class ReadContext:
         # drop cached (unpicklable / large) properties; they are rebuilt on the worker
         names = ("schema_json", "columns", "filter", "case_sensitive", "batch_size",
                  "metadata_columns", "io_properties", "specs_json", "name_mapping_json",
-                 "format_version", "location")
+                 "format_version", "location", "io_concurrency")
         return {n: self.__dict__[n] for n in names}
 
     def __setstate__(self, state: dict[str, object]) -> None:
-        self.__dict__.update(state)
+        self.__dict__.update({"io_concurrency": None, **state})

@@ -30,6 +30,7 @@ from icefloe.reader.split_reader import _column_indices, read_failed
 from icefloe.splits.split import FileSplit
 
 if TYPE_CHECKING:
+    from icefloe.reader.prefetch import PrefetchWindow
     from icefloe.reader.split_reader import SplitReader, _FilePlan
 
 GROUP_MAX_FILE_ROWS = 8192
@@ -46,6 +47,16 @@ def read_group(reader: SplitReader, splits: Sequence[FileSplit]
         DataFileError: a file is missing, unreadable, or yields more or fewer records than
             its split (typed, naming the file).
     """
+    window = reader.prefetch.window(splits)  # the next files fetched ahead (object stores)
+    try:
+        yield from _read(reader, splits, window)
+    finally:
+        if window is not None:
+            window.close()
+
+
+def _read(reader: SplitReader, splits: Sequence[FileSplit], window: PrefetchWindow | None
+          ) -> Iterator[tuple[int, pa.RecordBatch, int]]:
     limit = reader.context.batch_size
     pending: list[tuple[int, int, list[pa.RecordBatch]]] = []  # (index, records, raws)
     pending_plan: _FilePlan | None = None
@@ -67,7 +78,7 @@ def read_group(reader: SplitReader, splits: Sequence[FileSplit]
             offset += n
 
     for index, split in enumerate(splits):
-        opened = reader._open(split)
+        opened = reader._open(split, window, index)
         try:
             pf = opened.reader
             plan = reader._file_plan(pf.schema_arrow, frozenset())
