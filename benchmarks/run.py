@@ -21,12 +21,12 @@ from benchmarks.common import ROOT, machine, md_table
 
 RESULTS = ROOT / "RESULTS.md"
 ORDER = ["backfill", "planning", "discovery", "continuous", "checkpoint", "sweep",
-         "spark_backfill", "ray_backfill"]
+         "spark_backfill", "ray_backfill", "objectstore"]
 TITLES = {
     "backfill": "Backfill throughput", "planning": "Planning at scale",
     "discovery": "Incremental discovery", "continuous": "Continuous latency",
     "checkpoint": "Checkpoint cost", "sweep": "Tuning sweep",
-    "spark_backfill": "Spark", "ray_backfill": "Ray",
+    "spark_backfill": "Spark", "ray_backfill": "Ray", "objectstore": "Object storage",
 }
 PLACEHOLDER = "_Placeholder: results merged by the lead._"
 

@@ -16,6 +16,10 @@ run goes through :meth:`SplitReader._read_open` as it would alone. The contract 
 :meth:`SplitReader.read_run`'s: items in split order, every split with records complete
 before the next one starts; on an error nothing of the gathered, unsent files was
 delivered, so the caller resumes split by split at the first split it has not finished.
+
+On an object store the next files of the run are fetched whole while one decodes
+(:mod:`icefloe.reader.prefetch`); a file's fetch error is raised when its turn comes, as
+its own open error would be.
 """
 
 from __future__ import annotations
