@@ -52,11 +52,18 @@ def read_group(reader: SplitReader, splits: Sequence[FileSplit]
             its split (typed, naming the file).
     """
     window = reader.prefetch.window(splits)  # the next files fetched ahead (object stores)
+    if window is None:  # local files: no generator in between
+        return _read(reader, splits, None)
+    return _closing(_read(reader, splits, window), window)
+
+
+def _closing(items: Iterator[tuple[int, pa.RecordBatch, int]], window: PrefetchWindow
+             ) -> Iterator[tuple[int, pa.RecordBatch, int]]:
+    """``items``, then (also when the consumer stops early or fails) ``window`` closed."""
     try:
-        yield from _read(reader, splits, window)
+        yield from items
     finally:
-        if window is not None:
-            window.close()
+        window.close()
 
 
 def _read(reader: SplitReader, splits: Sequence[FileSplit], window: PrefetchWindow | None
