@@ -5,7 +5,7 @@ latency proxy in a child process (so the proxy's threads do not share this proce
 GIL with the readers), writes two tables through the REST catalog and reads each:
 
 - small files: quick 400, full 1,000 files of 500 rows (added with ``add_files``);
-- large files: quick 3 files of 1M rows, full 4 files of 2M rows (row groups of 128k rows).
+- large files: quick 3 files of 1M rows, full 4 files of 1.25M rows (row groups of 128k rows).
 
 Contenders, interleaved round-robin, medians of ``reps`` runs, all batches iterated:
 icefloe at its defaults (``IcebergSource(...).read()``: 2 reader threads,
@@ -203,7 +203,7 @@ def _table(results: dict[str, list[tuple[float, Any]]], rows: int | None
 
 def run(scale: str) -> str:
     small_files, small_rows = pick(scale, (400, 500), (1000, 500))
-    large_files, large_rows = pick(scale, (3, 1_000_000), (4, 2_000_000))
+    large_files, large_rows = pick(scale, (3, 1_000_000), (4, 1_250_000))
     reps = pick(scale, 3, 5)
     sections: list[str] = []
     summary: list[str] = []
