@@ -49,7 +49,7 @@ from icefloe import IcebergSource
 
 DELAY_S = 0.010
 BEST = {"ioConcurrency": "32"}
-"""icefloe's best setting on this machine (a sweep of ioConcurrency 4-64, see RESULTS.md)."""
+"""icefloe's best setting on this machine (a sweep of ioConcurrency 0-64, see RESULTS.md)."""
 TARGETS = {"small": (("pyiceberg", 2.0), ("pyarrow", 1.2)), "large": (("pyarrow", 0.9),)}
 
 

@@ -263,3 +263,34 @@ def test_split_path_is_unchanged_without_prefetch(seaweed: SeaweedFS, small_file
     got = [v for b in reader.read(split.with_position(100)) for v in b.column("id").to_pylist()]
     assert got == list(range(100, ROWS))
     assert reader.prefetch.stats.files == 0
+
+
+def test_transient_fetch_fault_is_retried_for_its_split(seaweed: SeaweedFS, small_files: str,
+                                                        proxy: CountingProxy) -> None:
+    """A connection reset while fetching a file ahead stops the run at that file's split,
+    which the engine reads again on its own: every row arrives once, in order."""
+    catalog = _proxied(seaweed, proxy)
+    plan = IcebergSource(small_files, catalog=catalog).bounded_plan()
+    splits = list(plan.splits())
+    victim = splits[FILES // 2].file_path
+    failed: list[str] = []
+
+    def factory(context: ReadContext) -> SplitReader:
+        reader = SplitReader(context)
+        real = reader.files.read_whole
+
+        def flaky(location: str) -> Any:
+            if location == victim and not failed:
+                failed.append(location)
+                raise ConnectionResetError(f"connection reset reading {location}")
+            return real(location)
+
+        reader.files.read_whole = flaky  # type: ignore[method-assign]
+        return reader
+
+    items = list(read_splits(splits, plan.context, 2, True, reader_factory=factory))
+    assert failed == [victim]
+    expected = catalog.load_table(small_files).scan().to_arrow()
+    got = [v for i in items for v in i.batch.column("id").to_pylist()]
+    assert got == expected.column("id").to_pylist()
+    assert [i.split.split_id for i in items if i.last] == [s.split_id for s in splits]
