@@ -67,7 +67,7 @@ class PrefetchStats:
     """What a :class:`Prefetcher` did (updated under its lock; read for tests and logs).
 
     Attributes:
-        files: files fetched whole.
+        files: whole-file fetches made (failed ones included).
         in_flight: fetches running now.
         max_in_flight: most fetches running at once.
         held_bytes: bytes of files submitted and not yet taken.
