@@ -65,6 +65,7 @@ OPTION_TABLE: dict[str, tuple[tuple[str, ...], tuple[Mode, ...]]] = {
     "catalog": ((), _BOTH),
     "maxAttempts": ((), _BOTH),
     "retryBackoffMs": ((), _BOTH),
+    "ioConcurrency": ((), _BOTH),
 }
 # `start-snapshot-id` means startSnapshotId (exclusive) in a bounded read, as Iceberg
 # Spark's incremental read, and startingVersion (inclusive) in a stream, as Iceberg Flink's
@@ -329,6 +330,9 @@ class SourceOptions:
     catalog_name: str | None = None
     max_attempts: int = 4
     retry_backoff_ms: int = 200
+    io_concurrency: int | None = None
+    """Whole small files fetched ahead per reader thread from an object store (``None``:
+    ``auto``, see :mod:`icefloe.reader.prefetch`; ``0``: off)."""
     catalog_properties: tuple[tuple[str, str], ...] = ()
     checkpoint_properties: tuple[tuple[str, str], ...] = ()
     """``checkpoint.<prop>`` options (prefix removed): FileIO properties of the checkpoint
@@ -439,6 +443,8 @@ class SourceOptions:
                 out["ref"] = text
             elif name == "catalog":
                 out["catalog_name"] = str(value)
+            elif name == "ioConcurrency":
+                out["io_concurrency"] = _parse_io_concurrency(name, value)
         return out
 
     def _check_combinations(self) -> None:
@@ -555,6 +561,28 @@ def _parse_starting_version(name: str, value: Any) -> int | Literal["latest", "e
         raise InvalidOptionError(
             name, f"{value!r} is not a snapshot id, 'latest' or 'earliest'"
         ) from None
+
+
+IO_CONCURRENCY_MAX = 256
+"""Largest ``ioConcurrency``: more requests in flight per reader thread only queue."""
+
+
+def _parse_io_concurrency(name: str, value: Any) -> int | None:
+    """``auto`` -> None; else an integer 0..:data:`IO_CONCURRENCY_MAX` (0: no prefetching)."""
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return None
+    if isinstance(value, bool):
+        raise InvalidOptionError(name, f"{value!r} is not 'auto' or an integer from 0 to "
+                                 f"{IO_CONCURRENCY_MAX}")
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        number = -1
+    if not 0 <= number <= IO_CONCURRENCY_MAX:
+        raise InvalidOptionError(
+            name, f"{value!r} is not 'auto' or an integer from 0 to {IO_CONCURRENCY_MAX} "
+            "(requests in flight per reader thread on an object store; 0 turns prefetching off)")
+    return number
 
 
 def _check_filter(text: str) -> str:

@@ -75,6 +75,8 @@ class ReadContext:
         specs_json: (spec id, spec JSON) of every partition spec of the table.
         name_mapping_json: ``schema.name-mapping.default`` for files without field ids.
         format_version: table format version.
+        location: the table's location (picks the FileIO).
+        io_concurrency: ``ioConcurrency`` (None: auto; see :mod:`icefloe.reader.prefetch`).
         columns_in_table_order: ``columns`` came as PyIceberg's ``selected_fields``, which
             keeps the table's column order (else the order asked).
     """
@@ -91,6 +93,7 @@ class ReadContext:
     format_version: int
     location: str = ""
     columns_in_table_order: bool = False
+    io_concurrency: int | None = None
 
     @classmethod
     def create(cls, metadata: TableMetadata, io: FileIO, schema: Schema,
@@ -113,6 +116,7 @@ class ReadContext:
             format_version=metadata.format_version,
             location=metadata.location,
             columns_in_table_order=options.columns_in_table_order,
+            io_concurrency=options.io_concurrency,
         )
         context.projected_schema  # noqa: B018 - validate the column names now
         context.bound_filter  # noqa: B018
@@ -203,8 +207,8 @@ class ReadContext:
         # drop cached (unpicklable / large) properties; they are rebuilt on the worker
         names = ("schema_json", "columns", "filter", "case_sensitive", "batch_size",
                  "metadata_columns", "io_properties", "specs_json", "name_mapping_json",
-                 "format_version", "location", "columns_in_table_order")
+                 "format_version", "location", "columns_in_table_order", "io_concurrency")
         return {n: self.__dict__[n] for n in names}
 
     def __setstate__(self, state: dict[str, object]) -> None:
-        self.__dict__.update(state)
+        self.__dict__.update({"io_concurrency": None, **state})

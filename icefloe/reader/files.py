@@ -13,7 +13,9 @@ implementations go through ``new_input(...).open()`` unchanged.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlparse
 
+import pyarrow as pa
 from pyarrow.fs import FileSystem, LocalFileSystem
 from pyiceberg.io import FileIO
 from pyiceberg.io.pyarrow import PyArrowFileIO
@@ -25,7 +27,8 @@ _SPECIAL = frozenset(";?#")
 
 
 class FileOpener:
-    """Opens data files of one FileIO (not thread-safe: one per reader thread).
+    """Opens data files of one FileIO (one per reader thread; :meth:`read_whole` may run on
+    the reader's I/O threads).
 
     Args:
         io: the table's FileIO.
@@ -55,6 +58,27 @@ class FileOpener:
             self._dirs[directory] = cached
         fs, dir_path = cached
         return fs, f"{dir_path}/{name}"
+
+    def is_local(self, location: str) -> bool:
+        """Whether ``location`` is on a local filesystem (where a read is not a round trip)."""
+        where = self.locate(location)
+        if where is None:
+            return urlparse(location).scheme in ("", "file")
+        return isinstance(where[0], LocalFileSystem)
+
+    def read_whole(self, location: str) -> pa.Buffer:
+        """The whole file's bytes: :meth:`open_for_parquet` (one HEAD on an object store),
+        then one read of everything. Safe on any thread (the directory cache's dict
+        operations are atomic).
+
+        Raises:
+            FileNotFoundError, PermissionError, OSError: as :meth:`open_for_parquet`.
+        """
+        stream, _ = self.open_for_parquet(location)
+        with stream:
+            if hasattr(stream, "read_buffer"):  # an Arrow file: no copy into bytes
+                return stream.read_buffer()
+            return pa.py_buffer(stream.read())
 
     def open_for_parquet(self, location: str) -> tuple[Any, bool]:
         """A seekable Arrow input file for ``location`` and whether a Parquet reader

@@ -16,6 +16,10 @@ run goes through :meth:`SplitReader._read_open` as it would alone. The contract 
 :meth:`SplitReader.read_run`'s: items in split order, every split with records complete
 before the next one starts; on an error nothing of the gathered, unsent files was
 delivered, so the caller resumes split by split at the first split it has not finished.
+
+On an object store the next files of the run are fetched whole while one decodes
+(:mod:`icefloe.reader.prefetch`); a file's fetch error is raised when its turn comes, as
+its own open error would be.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from icefloe.reader.split_reader import _column_indices, read_failed
 from icefloe.splits.split import FileSplit
 
 if TYPE_CHECKING:
+    from icefloe.reader.prefetch import PrefetchWindow
     from icefloe.reader.split_reader import SplitReader, _FilePlan
 
 GROUP_MAX_FILE_ROWS = 8192
@@ -46,6 +51,23 @@ def read_group(reader: SplitReader, splits: Sequence[FileSplit]
         DataFileError: a file is missing, unreadable, or yields more or fewer records than
             its split (typed, naming the file).
     """
+    window = reader.prefetch.window(splits)  # the next files fetched ahead (object stores)
+    if window is None:  # local files: no generator in between
+        return _read(reader, splits, None)
+    return _closing(_read(reader, splits, window), window)
+
+
+def _closing(items: Iterator[tuple[int, pa.RecordBatch, int]], window: PrefetchWindow
+             ) -> Iterator[tuple[int, pa.RecordBatch, int]]:
+    """``items``, then (also when the consumer stops early or fails) ``window`` closed."""
+    try:
+        yield from items
+    finally:
+        window.close()
+
+
+def _read(reader: SplitReader, splits: Sequence[FileSplit], window: PrefetchWindow | None
+          ) -> Iterator[tuple[int, pa.RecordBatch, int]]:
     limit = reader.context.batch_size
     pending: list[tuple[int, int, list[pa.RecordBatch]]] = []  # (index, records, raws)
     pending_plan: _FilePlan | None = None
@@ -67,7 +89,7 @@ def read_group(reader: SplitReader, splits: Sequence[FileSplit]
             offset += n
 
     for index, split in enumerate(splits):
-        opened = reader._open(split)
+        opened = reader._open(split, window, index)
         try:
             pf = opened.reader
             plan = reader._file_plan(pf.schema_arrow, frozenset())

@@ -33,6 +33,7 @@ from icefloe.reader.context import ROW_LINEAGE_FIELD_IDS, ReadContext
 from icefloe.reader.deletes import DeleteLoader, equality_keep_mask
 from icefloe.reader.files import FileOpener
 from icefloe.reader.projection import to_requested_schema
+from icefloe.reader.prefetch import Prefetcher, PrefetchWindow, resolve_concurrency
 from icefloe.reader.runs import RunScanner, can_batch
 from icefloe.splits.split import FileSplit
 
@@ -167,6 +168,9 @@ class SplitReader:
         self.context = context
         self.deletes = DeleteLoader(context.io)
         self.files = FileOpener(context.io)
+        self.prefetch = Prefetcher(self.files, resolve_concurrency(context.io_concurrency))
+        """Fetches the next small files of a run ahead on an object store (see
+        :mod:`icefloe.reader.prefetch`)."""
         # with the schema, nested fields resolve to their full path (``s.a``, not ``a``)
         self._filter_expr = (
             None if context.filter is None
@@ -259,7 +263,14 @@ class SplitReader:
             if batch.num_rows:
                 yield batch
 
-    def _open(self, split: FileSplit) -> _OpenFile:
+    def _open(self, split: FileSplit, window: PrefetchWindow | None = None,
+              index: int = 0) -> _OpenFile:
+        """Open ``split``'s file: from ``window`` (``window.splits[index]`` is ``split``,
+        fetched ahead) or directly.
+
+        Raises:
+            DataFileError: the file is not Parquet, missing, unreadable or corrupt.
+        """
         if split.file_format != "PARQUET":
             raise DataFileError(
                 f"data file {split.file_path} (snapshot {split.snapshot_id}) is "
@@ -267,7 +278,8 @@ class SplitReader:
                 "icefloe.reader.formats)"
             )
         try:
-            stream, pre_buffer = self.files.open_for_parquet(split.file_path)
+            stream, pre_buffer = self.files.open_for_parquet(split.file_path) \
+                if window is None else window.take(index)
         except Exception as exc:
             raise DataFileError(
                 f"cannot read data file {split.file_path} of snapshot {split.snapshot_id} "

@@ -67,6 +67,10 @@ class LatencyProxy:
             for sock in (client, upstream):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             with self._lock:
+                if self._closed.is_set():  # closed while connecting: close() missed these
+                    client.close()
+                    upstream.close()
+                    return
                 self._sockets += [client, upstream]
             self._pipe(client, upstream)
             self._pipe(upstream, client)

@@ -1,0 +1,296 @@
+"""Reads from S3 (SeaweedFS, through the latency proxy) fetch small files ahead, correctly.
+
+The oracle is PyIceberg's own scan of the same table through the same proxy; the plain
+read (``ioConcurrency=0``) is the reference for item-by-item identity (same batches,
+same resumable offsets). Prefetching is observed through the readers' counters and the
+proxy's connection count.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyarrow import fs as pafs
+from pyiceberg.catalog import Catalog, load_catalog
+
+from icefloe import IcebergSource
+from icefloe.errors import DataFileError, InvalidOptionError
+from icefloe.local.engine import SplitBatch, read_splits
+from icefloe.options import SourceOptions
+from icefloe.reader.context import ReadContext
+from icefloe.reader.prefetch import AUTO_IO_CONCURRENCY
+from icefloe.reader.split_reader import SplitReader
+from icefloe.splits.split import FileSplit
+from tests.helpers.latency_proxy import LatencyProxy
+from tests.helpers.seaweed import ACCESS_KEY, REGION, SECRET_KEY, SeaweedFS
+from tests.helpers.tables import make_catalog
+
+FILES = 48
+ROWS = 300
+_names = itertools.count()
+
+
+def _rows(i: int) -> pa.Table:
+    ids = pa.array(range(i * ROWS, (i + 1) * ROWS), pa.int64())
+    return pa.table({"id": ids, "name": pa.array([f"file-{i}-{n}" for n in range(ROWS)])})
+
+
+def _s3(endpoint: str) -> pafs.S3FileSystem:
+    return pafs.S3FileSystem(endpoint_override=endpoint, access_key=ACCESS_KEY,
+                             secret_key=SECRET_KEY, region=REGION, scheme="http")
+
+
+class CountingProxy(LatencyProxy):
+    """The latency proxy, counting the connections it accepted."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.pipes = 0
+
+    def _pipe(self, src: Any, dst: Any) -> None:
+        self.pipes += 1  # two per connection (one per direction)
+        super()._pipe(src, dst)
+
+    @property
+    def connections(self) -> int:
+        return self.pipes // 2
+
+
+@pytest.fixture(scope="module")
+def small_files(seaweed: SeaweedFS) -> str:
+    """A REST-catalogued table of FILES small Parquet files in S3, ids ascending in order."""
+    catalog = load_catalog("sw", **seaweed.rest_properties())
+    catalog.create_namespace_if_not_exists("io")
+    identifier = f"io.small_{next(_names)}"
+    table = catalog.create_table(identifier, schema=_rows(0).schema)
+    s3 = _s3(seaweed.s3_endpoint)
+    where = table.metadata.location.removeprefix("s3://")
+    paths = []
+    for i in range(FILES):
+        path = f"{where}/data/part-{i:04d}.parquet"
+        pq.write_table(_rows(i), path, filesystem=s3)
+        paths.append(f"s3://{path}")
+    table.add_files(paths)
+    return identifier
+
+
+@pytest.fixture
+def proxy(seaweed: SeaweedFS) -> Iterator[CountingProxy]:
+    with CountingProxy(("127.0.0.1", seaweed.s3_port), 0.005) as p:
+        yield p
+
+
+def _proxied(seaweed: SeaweedFS, proxy: LatencyProxy) -> Catalog:
+    return load_catalog("swp", **seaweed.rest_properties(endpoint=proxy.endpoint))
+
+
+def _read(source: IcebergSource, parallelism: int = 2
+          ) -> tuple[list[SplitBatch], list[SplitReader]]:
+    """Every item of a local read, and the readers that read them."""
+    plan = source.bounded_plan()
+    readers: list[SplitReader] = []
+
+    def factory(context: ReadContext) -> SplitReader:
+        reader = SplitReader(context)
+        readers.append(reader)
+        return reader
+
+    items = list(read_splits(plan.splits(), plan.context, parallelism,
+                             plan.options.preserve_order, reader_factory=factory))
+    return items, readers
+
+
+def test_prefetching_read_equals_pyiceberg_in_order(seaweed: SeaweedFS, small_files: str,
+                                                     proxy: CountingProxy) -> None:
+    catalog = _proxied(seaweed, proxy)
+    expected = catalog.load_table(small_files).scan().to_arrow()
+    items, readers = _read(IcebergSource(small_files, catalog=catalog,
+                                         options={"preserveOrder": "true"}))
+    got = pa.Table.from_batches([i.batch for i in items if i.batch.num_rows])
+    assert got.column_names == expected.column_names
+    for name in expected.column_names:  # same rows, same order (PyIceberg's is plan order)
+        assert got.column(name).to_pylist() == expected.column(name).to_pylist()
+    # the files really were fetched ahead, concurrently (the engine reads a run of fewer
+    # than MIN_RUN splits, e.g. the first while planning goes on, split by split)
+    assert sum(r.prefetch.stats.files for r in readers) > FILES // 2
+    assert max(r.prefetch.stats.max_in_flight for r in readers) >= 2
+
+
+def test_same_items_and_offsets_as_the_plain_read(seaweed: SeaweedFS, small_files: str,
+                                                  proxy: CountingProxy) -> None:
+    catalog = _proxied(seaweed, proxy)
+
+    def items(options: dict[str, str]) -> list[tuple[str, int, bool, list[Any]]]:
+        got, readers = _read(IcebergSource(small_files, catalog=catalog, options=options))
+        fetched = sum(r.prefetch.stats.files for r in readers)
+        assert (fetched > 0) == (options.get("ioConcurrency") != "0")
+        return [(i.split.split_id, i.consumed, i.last, i.batch.column("id").to_pylist())
+                for i in got]
+
+    assert items({"ioConcurrency": "4"}) == items({"ioConcurrency": "0"})
+
+
+def test_spark_and_ray_path_prefetches_too(seaweed: SeaweedFS, small_files: str,
+                                           proxy: CountingProxy) -> None:
+    """``SplitReader.read_many`` (what Spark and Ray read tasks call) fetches ahead."""
+    catalog = _proxied(seaweed, proxy)
+    plan = IcebergSource(small_files, catalog=catalog).bounded_plan()
+    reader = SplitReader(plan.context)
+    got = pa.Table.from_batches(list(reader.read_many(plan.splits())))
+    expected = catalog.load_table(small_files).scan().to_arrow()
+    assert got.column("id").to_pylist() == expected.column("id").to_pylist()
+    assert reader.prefetch.stats.files == FILES
+
+
+def test_in_flight_and_bytes_bounded(seaweed: SeaweedFS, small_files: str,
+                                     proxy: CountingProxy) -> None:
+    catalog = load_catalog("swp", **seaweed.rest_properties(endpoint=proxy.endpoint))
+    plan = IcebergSource(small_files, catalog=catalog,
+                         options={"ioConcurrency": "3"}).bounded_plan()
+    splits = list(plan.splits())
+    reader = SplitReader(plan.context)
+    size = max(s.file_size for s in splits)
+    reader.prefetch.max_bytes = 2 * size  # at most two files held ahead
+    before = proxy.connections
+    rows = sum(b.num_rows for b in reader.read_many(splits))
+    assert rows == FILES * ROWS
+    stats = reader.prefetch.stats
+    assert stats.files == FILES
+    assert stats.max_in_flight == 2  # the byte cap binds before the count does
+    assert stats.max_held_bytes <= 2 * size
+    assert stats.in_flight == 0 and stats.held_bytes == 0
+    assert proxy.connections - before <= 3  # S3 connections opened: <= requests in flight
+
+    reader = SplitReader(plan.context)  # same FileIO (connection pool); count cap only
+    rows = sum(b.num_rows for b in reader.read_many(splits))
+    assert rows == FILES * ROWS
+    assert 2 <= reader.prefetch.stats.max_in_flight <= 3
+
+
+def test_wider_concurrency_opens_more_connections(seaweed: SeaweedFS, small_files: str,
+                                                  proxy: CountingProxy) -> None:
+    """The proxy sees the in-flight limit: auto (16 per reader) opens more connections."""
+    catalog = _proxied(seaweed, proxy)
+    plan = IcebergSource(small_files, catalog=catalog).bounded_plan()
+    reader = SplitReader(plan.context)
+    assert sum(b.num_rows for b in reader.read_many(plan.splits())) == FILES * ROWS
+    assert 3 < reader.prefetch.stats.max_in_flight <= AUTO_IO_CONCURRENCY
+    assert proxy.connections > 3
+
+
+def test_missing_prefetched_file_fails_its_own_split(seaweed: SeaweedFS,
+                                                     proxy: CountingProxy) -> None:
+    """A file fetched ahead that is gone raises DataFileError for that split, after every
+    row of the splits before it (preserveOrder), never for another split."""
+    catalog = load_catalog("sw", **seaweed.rest_properties())
+    catalog.create_namespace_if_not_exists("io")
+    identifier = f"io.broken_{next(_names)}"
+    table = catalog.create_table(identifier, schema=_rows(0).schema)
+    s3 = _s3(seaweed.s3_endpoint)
+    where = table.metadata.location.removeprefix("s3://")
+    paths = []
+    for i in range(24):
+        pq.write_table(_rows(i), f"{where}/data/part-{i:04d}.parquet", filesystem=s3)
+        paths.append(f"s3://{where}/data/part-{i:04d}.parquet")
+    table.add_files(paths)
+    source = IcebergSource(identifier, catalog=_proxied(seaweed, proxy))
+    splits = list(source.bounded_plan().splits())
+    bad = 13
+    s3.delete_file(splits[bad].file_path.removeprefix("s3://"))
+    plan = source.bounded_plan()
+    delivered: list[SplitBatch] = []
+    with pytest.raises(DataFileError) as info:
+        for item in read_splits(plan.splits(), plan.context, 2, True):
+            delivered.append(item)
+    assert splits[bad].file_path in str(info.value)
+    others = [s.file_path for i, s in enumerate(splits) if i != bad]
+    assert not any(f"{path} " in str(info.value) for path in others)
+    done = [i.split.split_id for i in delivered if i.last]
+    assert done == [s.split_id for s in splits[:bad]]
+    ids = [v for i in delivered for v in i.batch.column("id").to_pylist()]
+    assert ids == list(range(bad * ROWS))
+
+    # the run itself (files fetched ahead on the I/O pool) names the same file
+    plan = IcebergSource(identifier, catalog=_proxied(seaweed, proxy),
+                         options={"batchSize": str(2 * ROWS)}).bounded_plan()
+    reader = SplitReader(plan.context)
+    seen = []
+    with pytest.raises(DataFileError) as info:
+        for index, _, _ in reader.read_run(splits):
+            seen.append(index)
+    assert splits[bad].file_path in str(info.value)
+    assert bad - 2 <= max(seen) < bad
+    assert reader.prefetch.stats.files > bad + 1  # files behind the bad one were fetched
+    catalog.purge_table(identifier)
+
+
+def test_local_files_are_never_prefetched(tmp_path: Any) -> None:
+    catalog = make_catalog(tmp_path)
+    catalog.create_namespace_if_not_exists("io")
+    table = catalog.create_table("io.local", schema=_rows(0).schema)
+    for i in range(8):
+        table.append(_rows(i))
+    items, readers = _read(IcebergSource("io.local", catalog=catalog,
+                                         options={"ioConcurrency": "16"}))
+    assert sum(i.batch.num_rows for i in items) == 8 * ROWS
+    assert sum(r.prefetch.stats.files for r in readers) == 0
+
+
+@pytest.mark.parametrize("value,expected", [("auto", None), ("AUTO", None), ("0", 0),
+                                            ("8", 8), (32, 32), ("256", 256)])
+def test_io_concurrency_parses(value: Any, expected: int | None) -> None:
+    assert SourceOptions.parse({"ioConcurrency": value}).io_concurrency == expected
+
+
+@pytest.mark.parametrize("value", ["-1", "257", "many", "1.5", True, 2.0, ""])
+def test_io_concurrency_rejects(value: Any) -> None:
+    with pytest.raises(InvalidOptionError, match="ioConcurrency") as info:
+        SourceOptions.parse({"ioConcurrency": value})
+    assert "auto" in str(info.value)
+
+
+def test_split_path_is_unchanged_without_prefetch(seaweed: SeaweedFS, small_files: str) -> None:
+    """A resumed split (not part of a run) reads plainly and resumes at its offset."""
+    catalog = load_catalog("sw", **seaweed.rest_properties())
+    plan = IcebergSource(small_files, catalog=catalog).bounded_plan()
+    split: FileSplit = next(iter(plan.splits()))
+    reader = SplitReader(plan.context)
+    got = [v for b in reader.read(split.with_position(100)) for v in b.column("id").to_pylist()]
+    assert got == list(range(100, ROWS))
+    assert reader.prefetch.stats.files == 0
+
+
+def test_transient_fetch_fault_is_retried_for_its_split(seaweed: SeaweedFS, small_files: str,
+                                                        proxy: CountingProxy) -> None:
+    """A connection reset while fetching a file ahead stops the run at that file's split,
+    which the engine reads again on its own: every row arrives once, in order."""
+    catalog = _proxied(seaweed, proxy)
+    plan = IcebergSource(small_files, catalog=catalog).bounded_plan()
+    splits = list(plan.splits())
+    victim = splits[FILES // 2].file_path
+    failed: list[str] = []
+
+    def factory(context: ReadContext) -> SplitReader:
+        reader = SplitReader(context)
+        real = reader.files.read_whole
+
+        def flaky(location: str) -> Any:
+            if location == victim and not failed:
+                failed.append(location)
+                raise ConnectionResetError(f"connection reset reading {location}")
+            return real(location)
+
+        reader.files.read_whole = flaky  # type: ignore[method-assign]
+        return reader
+
+    items = list(read_splits(splits, plan.context, 2, True, reader_factory=factory))
+    assert failed == [victim]
+    expected = catalog.load_table(small_files).scan().to_arrow()
+    got = [v for i in items for v in i.batch.column("id").to_pylist()]
+    assert got == expected.column("id").to_pylist()
+    assert [i.split.split_id for i in items if i.last] == [s.split_id for s in splits]
