@@ -32,8 +32,8 @@ from icefloe.errors import DataFileError
 from icefloe.reader.context import ROW_LINEAGE_FIELD_IDS, ReadContext
 from icefloe.reader.deletes import DeleteLoader, equality_keep_mask
 from icefloe.reader.files import FileOpener
-from icefloe.reader.projection import to_requested_schema
 from icefloe.reader.prefetch import Prefetcher, PrefetchWindow, resolve_concurrency
+from icefloe.reader.projection import to_requested_schema
 from icefloe.reader.runs import RunScanner, can_batch
 from icefloe.splits.split import FileSplit
 
