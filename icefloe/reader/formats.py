@@ -108,30 +108,8 @@ def _read_open(reader: SplitReader, split: FileSplit, opened: FormatFile
     selection = select_units(opened.units, split)
     if not selection.units:
         return
-    if split.delete_files:
-        equality = reader.deletes.equality_sets(split)
-        eq_ids = frozenset(i for ids, _ in equality for i in ids)
-        deleted = reader.deletes.deleted_positions(split)
-    else:
-        equality, eq_ids, deleted = [], frozenset(), None
-    plan = reader._file_plan(opened.schema_arrow, eq_ids)
-    missing = reader._missing_values(split, plan.missing_ids)
-    columns = None if plan.all_columns else plan.columns
-    skip = selection.skip
-    pos = selection.first_position
-    consumed = split.resume_rows
-    for raw in opened.iter_batches(reader.context.batch_size, selection.units, columns):
-        n = raw.num_rows
-        if skip:
-            if skip >= n:
-                skip -= n
-                pos += n
-                continue
-            raw = raw.slice(skip)
-            pos += skip
-            n -= skip
-            skip = 0
-        batch = reader._process(raw, pos, split, plan, missing, deleted, equality)
-        pos += n
-        consumed += n
-        yield batch, consumed
+    yield from reader.project_file(
+        split, opened.schema_arrow,
+        lambda plan: opened.iter_batches(reader.context.batch_size, selection.units,
+                                         None if plan.all_columns else plan.columns),
+        selection.first_position, selection.skip)

@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from icefloe.reader.runs import check_complete
-from icefloe.reader.split_reader import _column_indices, read_failed
+from icefloe.reader.split_reader import column_indices, read_failed
 from icefloe.splits.split import FileSplit
 
 if TYPE_CHECKING:
     from icefloe.reader.prefetch import PrefetchWindow
-    from icefloe.reader.split_reader import SplitReader, _FilePlan
+    from icefloe.reader.split_reader import FilePlan, SplitReader
 
 GROUP_MAX_FILE_ROWS = 8192
 """Files with more records than this are read on their own (their per-file cost is small
@@ -70,7 +70,7 @@ def _read(reader: SplitReader, splits: Sequence[FileSplit], window: PrefetchWind
           ) -> Iterator[tuple[int, pa.RecordBatch, int]]:
     limit = reader.context.batch_size
     pending: list[tuple[int, int, list[pa.RecordBatch]]] = []  # (index, records, raws)
-    pending_plan: _FilePlan | None = None
+    pending_plan: FilePlan | None = None
     pending_rows = 0
 
     def flush() -> Iterator[tuple[int, pa.RecordBatch, int]]:
@@ -102,7 +102,7 @@ def _read(reader: SplitReader, splits: Sequence[FileSplit], window: PrefetchWind
                 check_complete(split, consumed)
                 continue
             try:
-                batches = pf.read_all(_column_indices(pf, plan), use_threads=False).to_batches()
+                batches = pf.read_all(column_indices(pf, plan), use_threads=False).to_batches()
             except (OSError, pa.ArrowException) as exc:
                 raise read_failed(split, exc) from exc
         finally:

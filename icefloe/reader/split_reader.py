@@ -15,7 +15,7 @@ value :meth:`FileSplit.with_position` takes to resume.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -122,7 +122,7 @@ class _OpenFile:
         self.stream.close()
 
 
-def _column_indices(pf: ParquetReader, plan: _FilePlan) -> list[int] | None:
+def column_indices(pf: ParquetReader, plan: FilePlan) -> list[int] | None:
     """Leaf column indices of ``plan.columns`` (top-level names), None for every column
     (what ``ParquetFile.iter_batches(columns=...)`` resolves)."""
     if plan.all_columns:
@@ -132,7 +132,7 @@ def _column_indices(pf: ParquetReader, plan: _FilePlan) -> list[int] | None:
 
 
 @dataclass
-class _FilePlan:
+class FilePlan:
     """How to project the files of one Arrow schema (cached per reader; see ``_file_plan``).
 
     ``direct_schema`` is learned on the first batch: the schema ``to_requested_schema``
@@ -177,9 +177,9 @@ class SplitReader:
             else expression_to_pyarrow(context.bound_filter, context.schema)
         )
         self._out_names = [f.name for f in context.projected_schema.fields]
-        self._plans: dict[tuple[bytes, frozenset[int]], _FilePlan] = {}
+        self._plans: dict[tuple[bytes, frozenset[int]], FilePlan] = {}
         self._runs: RunScanner | None = None
-        self._last_plan: tuple[pa.Schema, frozenset[int], _FilePlan] | None = None
+        self._last_plan: tuple[pa.Schema, frozenset[int], FilePlan] | None = None
         self._conformers: list[tuple[pa.Schema, list[pc.CastOptions | None]]] = []
         # (index, name) of the output's non-nullable columns
         self._required = [(i, f.name) for i, f in enumerate(context.arrow_schema)
@@ -298,7 +298,7 @@ class SplitReader:
             ) from exc
         return _OpenFile(reader, stream)
 
-    def _file_plan(self, arrow_schema: pa.Schema, eq_ids: frozenset[int]) -> _FilePlan:
+    def _file_plan(self, arrow_schema: pa.Schema, eq_ids: frozenset[int]) -> FilePlan:
         """The projection of files with ``arrow_schema`` (field ids included in the key:
         all files of one write job share it, so per-file schema conversion runs once)."""
         last = self._last_plan
@@ -324,7 +324,7 @@ class SplitReader:
         columns = [c.name for c in file_project.columns]
         lineage = self._stored_lineage(arrow_schema)
         columns += [name for name in lineage.values() if name not in columns]
-        plan = _FilePlan(
+        plan = FilePlan(
             read_schema=read_schema, file_project=file_project, columns=columns,
             missing_ids=frozenset(set(read_schema.field_ids) - set(file_schema.field_ids)),
             all_columns=columns == arrow_schema.names, lineage=lineage or None,
@@ -386,7 +386,6 @@ class SplitReader:
     def _read_open(self, split: FileSplit, pf: ParquetReader,
                    ctx: ReadContext) -> Iterator[tuple[pa.RecordBatch, int]]:
         md = pf.metadata
-        consumed = split.resume_rows
         skip = split.resume_rows
         selected: list[int] = []
         first_position = None
@@ -408,17 +407,35 @@ class SplitReader:
                 position += rows
         if not selected or first_position is None:
             return
+        yield from self.project_file(
+            split, pf.schema_arrow,
+            lambda plan: pf.iter_batches(ctx.batch_size, selected, column_indices(pf, plan),
+                                         use_threads=split.length >= _THREADED_DECODE_BYTES),
+            first_position, skip)
+
+    def project_file(self, split: FileSplit, arrow_schema: pa.Schema,
+                     raw_batches: Callable[[FilePlan], Iterable[pa.RecordBatch]],
+                     first_position: int, skip: int
+                     ) -> Iterator[tuple[pa.RecordBatch, int]]:
+        """The split's rows of one open data file of any format, projected and filtered.
+
+        Runs on a worker. ``raw_batches(plan)`` yields the file's batches (of
+        ``arrow_schema``, the columns ``plan`` needs) from file position
+        ``first_position``; the first ``skip`` of those rows were delivered before (a
+        resumed split) and are passed over. Yields ``(batch, consumed)`` as
+        :meth:`read_progress` does (``consumed`` starts from ``split.resume_rows``).
+        """
         if split.delete_files:
             equality = self.deletes.equality_sets(split)
             eq_ids = frozenset(i for ids, _ in equality for i in ids)
             deleted = self.deletes.deleted_positions(split)
         else:
             equality, eq_ids, deleted = [], frozenset(), None
-        plan = self._file_plan(pf.schema_arrow, eq_ids)
+        plan = self._file_plan(arrow_schema, eq_ids)
         missing = self._missing_values(split, plan.missing_ids)
         pos = first_position
-        for raw in pf.iter_batches(ctx.batch_size, selected, _column_indices(pf, plan),
-                                   use_threads=split.length >= _THREADED_DECODE_BYTES):
+        consumed = split.resume_rows
+        for raw in raw_batches(plan):
             n = raw.num_rows
             if skip:
                 if skip >= n:
@@ -434,7 +451,7 @@ class SplitReader:
             consumed += n
             yield batch, consumed
 
-    def _fast_process(self, raw: pa.RecordBatch, plan: _FilePlan) -> pa.RecordBatch:
+    def _fast_process(self, raw: pa.RecordBatch, plan: FilePlan) -> pa.RecordBatch:
         """``raw`` (of schema ``plan.direct_source``) relabelled and cast in one step to the
         output: what :meth:`_process` ends with when ``plan.fast`` applies (no deletes,
         filter, metadata columns or missing columns)."""
@@ -445,7 +462,7 @@ class SplitReader:
             arrays = self._cast_columns(arrays, casts)
         return pa.RecordBatch.from_arrays(arrays, schema=out_schema)
 
-    def _project(self, raw: pa.RecordBatch, plan: _FilePlan,
+    def _project(self, raw: pa.RecordBatch, plan: FilePlan,
                  missing: dict[int, Any]) -> pa.RecordBatch:
         """``raw`` in the read schema; a relabel only when the projection is the identity."""
         if plan.direct_schema is not None and not missing \
@@ -465,7 +482,7 @@ class SplitReader:
         return batch
 
     def _process(self, raw: pa.RecordBatch, first_pos: int, split: FileSplit,
-                 plan: _FilePlan, missing: dict[int, Any], deleted: np.ndarray | None,
+                 plan: FilePlan, missing: dict[int, Any], deleted: np.ndarray | None,
                  equality: list[tuple[tuple[int, ...], pa.Table]]) -> pa.RecordBatch:
         fast = plan.fast
         if fast is not None and deleted is None and not equality and not missing \
@@ -577,7 +594,7 @@ class SplitReader:
 
     def _add_lineage(self, batch: pa.RecordBatch, split: FileSplit,
                      positions: np.ndarray | None, raw: pa.RecordBatch, first_pos: int,
-                     plan: _FilePlan) -> pa.RecordBatch:
+                     plan: FilePlan) -> pa.RecordBatch:
         """``_row_id`` / ``_last_updated_sequence_number`` as the v3 spec reads them
         ("Row Lineage"): the value the file stores, where it stores one; else the data
         file's ``first_row_id`` plus the row's position (null when the file has no
