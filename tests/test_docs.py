@@ -170,7 +170,7 @@ def test_nessie_blocks_run(doc: Path, tmp_path: Path) -> None:
     if not any(b.group == "nessie" for b in blocks(doc)):
         pytest.skip(f"{doc.name} has no nessie blocks")
     from icefloe.catalog.loader import embedded_catalog
-    from tests.nessie_fake import FakeNessieServer
+    from tests.helpers.nessie_fake import FakeNessieServer
 
     _setup(tmp_path)
     table = embedded_catalog(tmp_path / "icefloe-warehouse").load_table("demo.events")
