@@ -46,8 +46,8 @@ from typing import Any
 import pyarrow as pa
 from pyiceberg.avro.codecs import KNOWN_CODECS
 
-from icefloe.reader.avro_codegen import DECODER, decoder_for
-from icefloe.reader.units import ReadUnit
+from icefloe.reader.avro_codegen import DECODER, decoder_for, read_blocks
+from icefloe.reader.units import ReadUnit, varint
 
 WHOLE_FILE_BYTES = 64 * 1024 * 1024
 """Avro files up to this size are fetched whole in one read."""
@@ -61,14 +61,8 @@ SYNC_SIZE = 16
 
 def _zigzag(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
     """A zigzag varint (Avro int / long) at ``pos``: (value, next position)."""
-    result = shift = 0
-    while True:
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
+    result, pos = varint(buf, pos)
+    return (result >> 1) ^ -(result & 1), pos
 
 # ------------------------------------------------------------------ the file
 
@@ -133,16 +127,7 @@ class AvroFile:
             raise ValueError(f"not an Avro file (magic {chunk[:4]!r})")
         d = DECODER(chunk)
         d.read(4)
-        meta: dict[str, bytes] = {}
-        count = d.read_int()
-        while count:
-            if count < 0:
-                count = -count
-                d.read_int()
-            for _ in range(count):
-                key = d.read_utf8()
-                meta[key] = d.read_bytes()
-            count = d.read_int()
+        meta: dict[str, bytes] = dict(read_blocks(d, lambda d: (d.read_utf8(), d.read_bytes())))
         sync = d.read(SYNC_SIZE)
         if len(sync) != SYNC_SIZE:
             raise EOFError

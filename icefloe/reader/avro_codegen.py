@@ -66,7 +66,7 @@ def _uuid_from_string(text: str) -> bytes:
     return uuid.UUID(text).bytes
 
 
-def _read_blocks(d: BinaryDecoder, item: Callable[[BinaryDecoder], Any]) -> list[Any]:
+def read_blocks(d: BinaryDecoder, item: Callable[[BinaryDecoder], Any]) -> list[Any]:
     """An Avro array or map body: blocks of ``count`` items until a 0 count; a negative
     count is followed by the block's size in bytes."""
     out: list[Any] = []
@@ -90,7 +90,7 @@ class _Codegen:
             name: getattr(DECODER, name)
             for name in {*_PRIMITIVE_READS.values(), *_PRIMITIVE_SKIPS.values(), "read"}
         }
-        self.namespace["read_blocks"] = _read_blocks
+        self.namespace["read_blocks"] = read_blocks
         self.named: dict[str, Any] = {}  # named types (records, fixed, enums) by full name
         self.functions: list[str] = []
         self.depth = 0  # 0 while typing top-level columns (see ``primitive``: doubles, strings)

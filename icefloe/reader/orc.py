@@ -25,22 +25,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.orc as pa_orc
 
-from icefloe.reader.units import ReadUnit
+from icefloe.reader.units import ReadUnit, varint
 
 LONG_TYPE = b"iceberg.long-type"
 BINARY_TYPE = b"iceberg.binary-type"
 FIELD_LENGTH = b"iceberg.length"
-
-
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos
-        shift += 7
 
 
 def _fields(buf: bytes) -> Iterator[tuple[int, int | bytes]]:
@@ -48,13 +37,13 @@ def _fields(buf: bytes) -> Iterator[tuple[int, int | bytes]]:
     widths (little endian), bytes for length-delimited fields."""
     pos, end = 0, len(buf)
     while pos < end:
-        key, pos = _varint(buf, pos)
+        key, pos = varint(buf, pos)
         number, wire = key >> 3, key & 7
         if wire == 0:
-            value, pos = _varint(buf, pos)
+            value, pos = varint(buf, pos)
             yield number, value
         elif wire == 2:
-            length, pos = _varint(buf, pos)
+            length, pos = varint(buf, pos)
             yield number, buf[pos:pos + length]
             pos += length
         elif wire == 1:

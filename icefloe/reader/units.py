@@ -78,3 +78,16 @@ def select_units(units: Sequence[ReadUnit], split: FileSplit) -> Selection:
                 selected.append(index)
         position += unit.rows
     return Selection(selected, first_position, skip)
+
+
+def varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """An unsigned base-128 varint at ``pos`` (protobuf's, and Avro's before its zigzag
+    step): (value, next position)."""
+    result = shift = 0
+    while True:
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result, pos
+        shift += 7
