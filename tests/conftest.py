@@ -17,7 +17,7 @@ from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Operation, Snapshot
 from pyiceberg.typedef import Record
 
-from tests.helpers.seaweed import SeaweedFS, SeaweedUnavailable
+from tests.helpers.seaweed import SeaweedFS, running_or_skip
 from tests.helpers.tables import _commit, make_catalog
 
 
@@ -112,12 +112,4 @@ def seaweed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedFS]:
 
     Skips (with the reason) only where the ``weed`` binary cannot start.
     """
-    server = SeaweedFS(tmp_path_factory.mktemp("seaweed"))
-    try:
-        server.start()
-    except SeaweedUnavailable as exc:
-        pytest.skip(f"SeaweedFS cannot start here: {exc}")
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from running_or_skip(tmp_path_factory.mktemp("seaweed"))

@@ -24,7 +24,7 @@ from icefloe import IcebergSource
 from icefloe.errors import CatalogError, DataFileError
 from icefloe.retry import is_transient
 from icefloe.state.object_store import s3_filesystem
-from tests.helpers.seaweed import SeaweedFS, SeaweedUnavailable
+from tests.helpers.seaweed import SeaweedFS, running_or_skip
 from tests.helpers.tables import make_table, rows
 
 RIDE_OUT = {"maxAttempts": "7", "retryBackoffMs": "500"}
@@ -33,15 +33,7 @@ RIDE_OUT = {"maxAttempts": "7", "retryBackoffMs": "500"}
 
 @pytest.fixture(scope="module")
 def killable(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedFS]:
-    server = SeaweedFS(tmp_path_factory.mktemp("killable-seaweed"))
-    try:
-        server.start()
-    except SeaweedUnavailable as exc:
-        pytest.skip(f"SeaweedFS cannot start here: {exc}")
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from running_or_skip(tmp_path_factory.mktemp("killable-seaweed"))
 
 
 @pytest.fixture(scope="module")
