@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyiceberg.catalog import Catalog, load_catalog
 
-from icefloe.errors import CatalogAuthError, CatalogError
+from icefloe.errors import CatalogAuthError, CatalogError, EngineError
 
 if TYPE_CHECKING:  # SQLAlchemy is imported only when the embedded catalog is opened
     from pyiceberg.catalog.sql import SqlCatalog
@@ -140,3 +140,40 @@ def open_catalog(catalog: str | Catalog | None,
 def describe(catalog: Any) -> str:
     """A short, secret-free description of a catalog for logs."""
     return f"{type(catalog).__name__}({getattr(catalog, 'name', '?')!r})"
+
+
+_CATALOG_TYPES = {
+    "SqlCatalog": "sql",
+    "RestCatalog": "rest",
+    "HiveCatalog": "hive",
+    "GlueCatalog": "glue",
+    "DynamoDbCatalog": "dynamodb",
+    "BigQueryMetastoreCatalog": "bigquery",
+    "InMemoryCatalog": "in-memory",
+}
+
+
+def catalog_options(catalog: str | Catalog | None) -> dict[str, str]:
+    """Options that name ``catalog`` in another process (Spark executors, Ray actors): its
+    name, plus ``catalog.<prop>`` options (its properties and ``catalog.type``) for an object.
+
+    Runs on the driver. The properties may hold credentials: they travel as options, which
+    icefloe never logs (Spark redacts option values matching ``spark.redaction.regex``).
+
+    Raises:
+        EngineError: a catalog object of a type icefloe cannot re-open by properties.
+    """
+    if catalog is None:
+        return {}
+    if isinstance(catalog, str):
+        return {"catalog": catalog}
+    props = {f"catalog.{k}": str(v) for k, v in catalog.properties.items()}
+    if "catalog.type" not in props and "catalog.py-catalog-impl" not in props:
+        kind = _CATALOG_TYPES.get(type(catalog).__name__)
+        if kind is None:
+            raise EngineError(
+                f"cannot pass a {type(catalog).__name__} to another process; configure it in "
+                "~/.pyiceberg.yaml and pass its name, or pass catalog.<prop> options"
+            )
+        props["catalog.type"] = kind
+    return {"catalog": catalog.name, **props}

@@ -38,6 +38,7 @@ import ray
 from pyiceberg.catalog import Catalog
 from ray.exceptions import RayActorError
 
+from icefloe.catalog.loader import catalog_options
 from icefloe.coordinator.item import StreamItem
 from icefloe.coordinator.lag import Lag
 from icefloe.coordinator.stream import RawItem, StreamBase
@@ -49,26 +50,24 @@ from icefloe.state.position import Position
 
 log = logging.getLogger(__name__)
 
-_CATALOG_TYPES = {"SqlCatalog": "sql", "RestCatalog": "rest", "HiveCatalog": "hive",
-                  "GlueCatalog": "glue", "DynamoDbCatalog": "dynamodb",
-                  "InMemoryCatalog": "in-memory"}
 
 
 def catalog_as_options(catalog: str | Catalog | None,
                        options: Mapping[str, Any] | None) -> tuple[str | None, dict[str, Any]]:
     """``(catalog name, options)`` that reopen ``catalog`` in another process.
 
-    A ``Catalog`` object becomes its name plus ``catalog.<prop>`` options (its properties,
-    and ``catalog.type`` from its class); options given explicitly win. Runs on the driver.
+    A ``Catalog`` object becomes its name plus ``catalog.<prop>`` options
+    (:func:`icefloe.catalog.loader.catalog_options`); options given explicitly win. Runs on
+    the driver.
+
+    Raises:
+        EngineError: a catalog object of a type icefloe cannot re-open by properties.
     """
     opts = dict(options or {})
     if not isinstance(catalog, Catalog):
         return catalog, opts
-    props = {f"catalog.{k}": v for k, v in catalog.properties.items()}
-    kind = _CATALOG_TYPES.get(type(catalog).__name__)
-    if kind and "catalog.type" not in props:
-        props["catalog.type"] = kind
-    return catalog.name, {**props, **opts}
+    props: dict[str, Any] = dict(catalog_options(catalog))
+    return props.pop("catalog"), {**props, **opts}
 
 
 RayStreamItem = StreamItem

@@ -13,7 +13,7 @@ from typing import Any
 from pyiceberg.catalog import Catalog
 from pyspark.sql import DataFrame, SparkSession
 
-from icefloe.errors import EngineError
+from icefloe.catalog.loader import catalog_options
 from icefloe.spark.datasource import SOURCE_NAME, IcefloeDataSource
 
 log = logging.getLogger(__name__)
@@ -21,14 +21,6 @@ log = logging.getLogger(__name__)
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 """PySpark refuses a reader with ``pushFilters`` unless this is true (default false)."""
 
-_CATALOG_TYPES = {
-    "SqlCatalog": "sql",
-    "RestCatalog": "rest",
-    "HiveCatalog": "hive",
-    "GlueCatalog": "glue",
-    "DynamoDbCatalog": "dynamodb",
-    "BigQueryMetastoreCatalog": "bigquery",
-}
 
 
 _MARK = "_icefloe_registered"
@@ -101,32 +93,6 @@ def _option_text(value: Any) -> str:
     if isinstance(value, list | tuple):
         return ",".join(str(v) for v in value)
     return str(value)
-
-
-def catalog_options(catalog: str | Catalog | None) -> dict[str, str]:
-    """Spark options naming ``catalog``: its name, plus ``catalog.<prop>`` for an object.
-
-    A ``Catalog`` object cannot travel through Spark options, so it is re-opened on the
-    driver from its name and properties (which may hold credentials: Spark redacts option
-    values whose key matches ``spark.redaction.regex``).
-
-    Raises:
-        EngineError: a catalog object of a type icefloe cannot re-open by properties.
-    """
-    if catalog is None:
-        return {}
-    if isinstance(catalog, str):
-        return {"catalog": catalog}
-    props = {f"catalog.{k}": str(v) for k, v in catalog.properties.items()}
-    if "catalog.type" not in props and "catalog.py-catalog-impl" not in props:
-        kind = _CATALOG_TYPES.get(type(catalog).__name__)
-        if kind is None:
-            raise EngineError(
-                f"cannot pass a {type(catalog).__name__} to Spark; configure it in "
-                "~/.pyiceberg.yaml and pass its name, or pass catalog.<prop> options"
-            )
-        props["catalog.type"] = kind
-    return {"catalog": catalog.name, **props}
 
 
 def read(spark: SparkSession, table: str, catalog: str | Catalog | None = None,
