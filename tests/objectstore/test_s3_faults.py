@@ -30,6 +30,13 @@ from tests.helpers.tables import make_table, rows
 RIDE_OUT = {"maxAttempts": "7", "retryBackoffMs": "500"}
 """Backoffs of 0.5, 1, 2, 4, 8, 10 s: 25 s, far more than a restart takes (~2-5 s)."""
 
+DOWN_S = 4.0
+"""How long a killed server stays down before it is restarted. Longer than the AWS SDK's own
+retries inside PyArrow's S3 client can wait (its standard mode: 3 attempts, jittered backoff
+of up to 1 s then 2 s): with a shorter outage a read begun just after the kill is sometimes
+retried by the SDK until the server is back, icefloe never sees the failure, and a test
+asserting that the kill was felt fails by chance (as CI did with 1 s)."""
+
 
 @pytest.fixture(scope="module")
 def killable(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedFS]:
@@ -98,7 +105,7 @@ def test_sigkill_mid_backfill_loses_and_repeats_nothing(
         for batch in src.read(parallelism=2):
             ids.extend(batch.column("id").to_pylist())
             if restart is None and len(ids) >= 300:
-                restart = _crash_and_restart(killable, down_s=1.0)
+                restart = _crash_and_restart(killable, down_s=DOWN_S)
             time.sleep(0.01)  # a sink slower than the readers: they wait for it
     assert restart is not None
     restart.join()
@@ -135,11 +142,11 @@ def test_sigkill_mid_stream_and_while_polling(killable: SeaweedFS, rest: Catalog
             seen.extend(item.batch.column("id").to_pylist())
             item.ack()
             if not restarts and len(seen) >= 400:  # mid-read
-                restarts.append(_crash_and_restart(killable, down_s=1.0))
+                restarts.append(_crash_and_restart(killable, down_s=DOWN_S))
             if len(restarts) == 1 and len(seen) >= 1600:  # caught up: now polling
                 restarts[0].join()
                 append(10_000)  # arrives before the second kill
-                restarts.append(_crash_and_restart(killable, down_s=2.0))
+                restarts.append(_crash_and_restart(killable, down_s=DOWN_S))
             if len(restarts) == 2 and len(seen) >= 1700 and appended == 1700:
                 restarts[1].join()
                 append(20_000)  # committed after the catalog came back
