@@ -1,6 +1,7 @@
 """EnumerationLoop: the continuous enumeration thread of a :class:`Coordinator`.
 
-One cycle: refresh the table (retried by the enumerator), enumerate after the
+One cycle: refresh the table (retried by the enumerator; a missing table is waited for
+when ``onLineageBreak`` follows re-created tables), enumerate after the
 position within the trigger limits (transient faults retried with
 :func:`icefloe.retry.call_with_retry`), apply a lineage reset (``onLineageBreak``)
 through the coordinator, which writes the reset checkpoint at once, register every
@@ -21,6 +22,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from icefloe.enumerator.continuous import Limits, UnitEnd
+from icefloe.errors import TableNotFoundError
 from icefloe.retry import call_with_retry
 from icefloe.splits.split import FileSplit
 from icefloe.state.position import Phase, Position
@@ -66,14 +68,16 @@ class EnumerationLoop:
         first = True
         while not stop.is_set():
             if not first:
-                enumerator.refresh()  # retries transient faults itself
+                self._refresh(stop)
             first = False
             result = call_with_retry(
                 functools.partial(enumerator.enumerate, self.position, limits,
                                   self.pinned_head),
                 coord.retry, f"enumeration of {coord.handle.identifier}", sleep=stop.wait)
-            if result.reset and not coord.reset_to(result.from_position):
-                return
+            if result.reset:
+                if not coord.reset_to(result.from_position):
+                    return
+                self.position = result.from_position  # the units' phases count from here
             commit_hash = coord.handle.commit_hash
             for item in result.items:
                 if commit_hash is not None:
@@ -94,6 +98,33 @@ class EnumerationLoop:
                 return
             if not result.items:
                 stop.wait(opts.poll_interval_ms / 1000)
+
+    def _refresh(self, stop: threading.Event) -> None:
+        """Reload the table; the enumerator retries transient faults itself.
+
+        A table that is missing while ``onLineageBreak`` follows a re-created table is
+        waited for too (backoff and attempts of the retry policy): dropping and creating a
+        table are two commits in most catalogs, and a poll between them must not end a
+        stream whose strategy is to follow the new table. With ``fail`` (the default), or
+        after the last attempt, the :class:`~icefloe.errors.TableNotFoundError` is raised.
+        """
+        coord = self.coordinator
+        follows = coord.options.on_lineage_break != "fail"
+        attempt = 1
+        while True:
+            try:
+                coord.enumerator.refresh()
+                return
+            except TableNotFoundError as exc:
+                if not follows or attempt >= coord.retry.max_attempts or stop.is_set():
+                    raise
+                delay = coord.retry.delay_s(attempt)
+                log.warning("refresh of table %s failed (attempt %d of %d), retrying in "
+                            "%.2fs: the table may be being re-created (onLineageBreak=%s): "
+                            "%s", coord.handle.identifier, attempt, coord.retry.max_attempts,
+                            delay, coord.options.on_lineage_break, exc)
+                stop.wait(delay)
+                attempt += 1
 
     def _unit_hint(self, split: FileSplit) -> tuple[Phase, int]:
         """The phase and snapshot sequence number of the unit ``split`` belongs to."""
