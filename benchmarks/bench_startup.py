@@ -34,6 +34,15 @@ def _table(home: Path) -> None:
     table.append(pa.table({"id": list(range(1000))}))
 
 
+_PYICEBERG_PLAN = (
+    "import os; from pyiceberg.catalog.sql import SqlCatalog; h = os.environ['ICEFLOE_HOME']; "
+    "c = SqlCatalog('local', uri=f'sqlite:///{h}/catalog.db', warehouse=f'file://{h}/warehouse'); "
+    "print(len(list(c.load_table('db.small').scan().plan_files())))"
+)
+"""What ``icefloe plan db.small`` does, done by PyIceberg alone: open the catalog, load the
+table, plan its files."""
+
+
 def _time(cmd: list[str], env: dict[str, str], runs: int) -> float:
     times = []
     for _ in range(runs):
@@ -58,6 +67,12 @@ def run(scale: str) -> str:
             "icefloe --version": [sys.executable, "-m", "icefloe.cli", "--version"],
             "icefloe plan db.small (1 file)": [sys.executable, "-m", "icefloe.cli", "plan",
                                                "db.small"],
+            # the floors, below which icefloe cannot go while it reads through pyarrow's
+            # dataset module and PyIceberg's FileIO and projection (RESULTS.md, "Start-up")
+            "floor: import pyarrow.dataset": [sys.executable, "-c", "import pyarrow.dataset"],
+            "floor: import pyiceberg.io.pyarrow": [sys.executable, "-c",
+                                                   "import pyiceberg.io.pyarrow"],
+            "peer: PyIceberg load_table + plan_files": [sys.executable, "-c", _PYICEBERG_PLAN],
         }
         targets = {"import icefloe.reader": "< 0.3 s", "icefloe plan db.small (1 file)": "< 1 s"}
         for cmd in commands.values():  # compile every module once into the private prefix
