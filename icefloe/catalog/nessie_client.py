@@ -1,6 +1,11 @@
 """A small, read-only client for the Project Nessie REST API v2 (standard library only).
 
-Scope: what icefloe needs to follow an Iceberg table catalogued by Nessie.
+Scope: what icefloe needs to follow an Iceberg table catalogued by Nessie. This module is the
+HTTP side (requests, retries, error mapping, the token); the payload values and their parsing
+live in :mod:`icefloe.catalog.nessie_model` (re-exported here). It stays one module of about
+540 lines because it is one class: every public call goes through the same request path
+(retries, ``Retry-After``, the error mapping below, token scrubbing), and splitting that
+path from its callers would spread one request across files.
 
 * ``GET {uri}/trees/{name}`` -> ``{"reference": {"type", "name", "hash"}}``
 * ``GET {uri}/trees`` -> ``{"references": [...], "hasMore", "token"}``
@@ -31,17 +36,29 @@ from __future__ import annotations
 import http.client
 import json
 import logging
-import re
 import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any, Literal, cast
+from typing import Any
 
+# re-exported: the payload values were defined here before nessie_model split them out
+from icefloe.catalog.nessie_model import (
+    IcebergTableContent,
+    LogEntry,
+    Operation,
+    Reference,
+    check_key,
+    encode_key,
+    format_key,
+    parse_iceberg,
+    parse_list,
+    parse_log_entry,
+    parse_ref,
+    parse_reference,
+)
 from icefloe.errors import (
     CatalogAuthError,
     CatalogError,
@@ -63,119 +80,10 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-RefType = Literal["BRANCH", "TAG"]
-OperationType = Literal["PUT", "DELETE", "UNMODIFIED"]
-
 #: HTTP statuses worth another attempt (throttling and server-side/transient failures).
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 #: Longest sleep honoured from a server's ``Retry-After`` header, in seconds.
 MAX_RETRY_AFTER_S = 30.0
-
-_HASH_RE = re.compile(r"^[0-9a-fA-F]{8,64}$")
-_KEY_SEPARATOR_IN_ELEMENT = "\u001d"  # Nessie's legacy escape of '.' inside a key element
-
-
-@dataclass(frozen=True)
-class Reference:
-    """A named Nessie reference: a branch or a tag and the commit hash it points at."""
-
-    name: str
-    type: RefType
-    hash: str
-
-
-@dataclass(frozen=True)
-class IcebergTableContent:
-    """Nessie ``ICEBERG_TABLE`` content: where the table metadata is, plus on-reference state.
-
-    ``content_id`` is stable across renames and branches; a different id under the same key
-    means the table was dropped and re-created. ``snapshot_id`` is -1 for a table without
-    snapshots (Nessie's convention).
-    """
-
-    content_id: str
-    metadata_location: str
-    snapshot_id: int
-    schema_id: int
-    spec_id: int
-    sort_order_id: int
-
-
-@dataclass(frozen=True)
-class Operation:
-    """One operation of a commit as returned by the commit log (``fetch=ALL``).
-
-    ``type`` is ``PUT``, ``DELETE`` or ``UNMODIFIED`` (Nessie's JSON calls the latter
-    ``UNCHANGED``; servers do not persist it, so logs rarely carry it). ``content`` is set
-    only for a PUT of an Iceberg table; ``content_type`` names the PUT content's Nessie type
-    (``ICEBERG_TABLE``, ``NAMESPACE``, ``ICEBERG_VIEW``, ...) and is None otherwise.
-    """
-
-    type: OperationType
-    key: tuple[str, ...]
-    content: IcebergTableContent | None = None
-    content_type: str | None = None
-
-
-@dataclass(frozen=True)
-class LogEntry:
-    """One commit of a reference's history.
-
-    ``parent_hash`` is the first parent (None only if the server omits it); ``commit_time``
-    is timezone-aware, or None if the server omits it; ``operations`` is empty when the log
-    was fetched without operations.
-    """
-
-    hash: str
-    parent_hash: str | None
-    message: str
-    commit_time: datetime | None
-    operations: tuple[Operation, ...] = ()
-
-
-def parse_ref(ref: str) -> tuple[str, str | None]:
-    """Split ``name`` or ``name@hash`` into ``(name, hash_or_None)``.
-
-    Raises:
-        InvalidOptionError: empty name, or a hash that is not 8-64 hex digits.
-    """
-    if not isinstance(ref, str) or not ref.strip():
-        raise InvalidOptionError("ref", f"{ref!r} is not a reference; give 'name' or 'name@hash'")
-    name, sep, hash_ = ref.partition("@")
-    if not name:
-        raise InvalidOptionError(
-            "ref", f"{ref!r} has no branch or tag name; give 'name' or 'name@hash'"
-        )
-    if not sep:
-        return name, None
-    if not _HASH_RE.match(hash_):
-        raise InvalidOptionError(
-            "ref", f"{ref!r}: the part after '@' must be a commit hash of 8-64 hex digits"
-        )
-    return name, hash_.lower()
-
-
-def format_key(key: tuple[str, ...]) -> str:
-    """Human-readable form of a content key, for messages (``db.table``)."""
-    return ".".join(key)
-
-
-def encode_key(key: tuple[str, ...]) -> str:
-    """Encode a content key for a URL path segment (Nessie's legacy representation).
-
-    Elements are joined with ``.``; a ``.`` inside an element becomes U+001D; the result is
-    percent-encoded as a single path segment.
-    """
-    joined = ".".join(e.replace(".", _KEY_SEPARATOR_IN_ELEMENT) for e in key)
-    return urllib.parse.quote(joined, safe="")
-
-
-def _check_key(key: tuple[str, ...]) -> tuple[str, ...]:
-    if isinstance(key, str) or not key or not all(isinstance(e, str) and e for e in key):
-        raise InvalidOptionError(
-            "key", f"{key!r} is not a content key; give a non-empty tuple of non-empty strings"
-        )
-    return tuple(key)
 
 
 class _Secret:
@@ -265,7 +173,7 @@ class NessieClient:
         """
         ref_name, hash_ = parse_ref(name)
         body = self._get(f"/trees/{_quote_ref(ref_name)}", ref=name)
-        reference = _parse_reference(body.get("reference"), self.uri)
+        reference = parse_reference(body.get("reference"), self.uri)
         if hash_ is None:
             return reference
         # Nessie's get-reference rejects hashes: confirm the commit via a one-entry log read.
@@ -278,7 +186,8 @@ class NessieClient:
         token: str | None = None
         while True:
             body = self._get("/trees", {"page-token": token} if token else None)
-            refs.extend(_parse_reference(r, self.uri) for r in _list(body, "references", self.uri))
+            refs.extend(parse_reference(r, self.uri)
+                        for r in parse_list(body, "references", self.uri))
             token = body.get("token")
             if not body.get("hasMore") or not token:
                 return refs
@@ -304,7 +213,7 @@ class NessieClient:
             TableNotFoundError: nothing under ``key`` (unless ``missing_ok``), or the content
                 there is not an Iceberg table.
         """
-        key = _check_key(key)
+        key = check_key(key)
         ref_name, ref_hash = parse_ref(ref)
         if hash is not None:
             _, pinned = parse_ref(f"{ref_name}@{hash}")
@@ -332,7 +241,7 @@ class NessieClient:
                 f"{format_key(key)!r} on Nessie ref {shown_ref!r} ({self.uri}) is a "
                 f"{content.get('type')}, not an Iceberg table; check the table name"
             )
-        return _parse_iceberg(content, self.uri)
+        return parse_iceberg(content, self.uri)
 
     def commit_log(
         self,
@@ -395,7 +304,7 @@ class NessieClient:
         if not content_id:
             raise InvalidOptionError("content_id", "must be a non-empty content id")
         ref_name, _ = parse_ref(ref)
-        current = _check_key(old_key) if old_key is not None else None
+        current = check_key(old_key) if old_key is not None else None
         moved = False
         entries = list(self.commit_log(ref, since_hash=since_hash))
         for entry in reversed(entries):
@@ -465,8 +374,8 @@ class NessieClient:
             if token is not None:
                 query["page-token"] = token
             body = self._get(path, query, ref=ref)
-            for raw in _list(body, "logEntries", self.uri):
-                entry = _parse_log_entry(raw, self.uri)
+            for raw in parse_list(body, "logEntries", self.uri):
+                entry = parse_log_entry(raw, self.uri)
                 if since_hash is not None and entry.hash == since_hash:
                     return
                 yield entry
@@ -632,86 +541,3 @@ def _retry_after(value: str | None) -> float | None:
     except ValueError:
         return None
     return seconds if seconds >= 0 else None
-
-
-def _list(body: dict[str, Any], field: str, uri: str) -> list[Any]:
-    value = body.get(field, [])
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise CatalogError(f"Nessie at {uri} sent a malformed {field!r} (not a list)")
-    return value
-
-
-def _parse_reference(raw: Any, uri: str) -> Reference:
-    try:
-        type_ = str(raw["type"]).upper()
-        if type_ not in ("BRANCH", "TAG"):
-            raise ValueError(type_)
-        return Reference(name=str(raw["name"]), type=cast(RefType, type_), hash=str(raw["hash"]))
-    except (TypeError, KeyError, ValueError) as err:
-        raise CatalogError(f"Nessie at {uri} sent a malformed reference ({err!r})") from None
-
-
-def _parse_iceberg(raw: dict[str, Any], uri: str) -> IcebergTableContent:
-    try:
-        return IcebergTableContent(
-            content_id=str(raw["id"]),
-            metadata_location=str(raw["metadataLocation"]),
-            snapshot_id=int(raw.get("snapshotId", -1)),
-            schema_id=int(raw.get("schemaId", 0)),
-            spec_id=int(raw.get("specId", 0)),
-            sort_order_id=int(raw.get("sortOrderId", 0)),
-        )
-    except (TypeError, KeyError, ValueError) as err:
-        raise CatalogError(
-            f"Nessie at {uri} sent malformed ICEBERG_TABLE content ({err!r})"
-        ) from None
-
-
-def _parse_key(raw: Any) -> tuple[str, ...]:
-    elements = raw.get("elements") if isinstance(raw, dict) else None
-    if not isinstance(elements, list) or not elements:
-        raise ValueError(f"bad content key {raw!r}")
-    return tuple(str(e) for e in elements)
-
-
-def _parse_operation(raw: dict[str, Any]) -> Operation:
-    type_ = str(raw.get("type", "")).upper()
-    key = _parse_key(raw.get("key"))
-    if type_ == "PUT":
-        content = raw.get("content")
-        ctype = content.get("type") if isinstance(content, dict) else None
-        iceberg = None
-        if isinstance(content, dict) and ctype == "ICEBERG_TABLE":
-            iceberg = _parse_iceberg(content, "")
-        return Operation("PUT", key, iceberg, str(ctype) if ctype else None)
-    if type_ == "DELETE":
-        return Operation("DELETE", key)
-    if type_ in ("UNCHANGED", "UNMODIFIED"):
-        return Operation("UNMODIFIED", key)
-    raise ValueError(f"unknown operation type {type_!r}")
-
-
-def _parse_time(value: Any) -> datetime | None:
-    if not value:
-        return None
-    return datetime.fromisoformat(str(value))
-
-
-def _parse_log_entry(raw: Any, uri: str) -> LogEntry:
-    try:
-        meta = raw["commitMeta"]
-        parent = raw.get("parentCommitHash")
-        if parent is None:
-            parents = meta.get("parentCommitHashes") or []
-            parent = parents[0] if parents else None
-        return LogEntry(
-            hash=str(meta["hash"]),
-            parent_hash=str(parent) if parent is not None else None,
-            message=str(meta.get("message") or ""),
-            commit_time=_parse_time(meta.get("commitTime")),
-            operations=tuple(_parse_operation(op) for op in raw.get("operations") or ()),
-        )
-    except (TypeError, KeyError, ValueError, CatalogError) as err:
-        raise CatalogError(f"Nessie at {uri} sent a malformed commit log entry ({err!r})") from None
