@@ -11,7 +11,8 @@ the manifests for every chunk in a long-lived process.
 Units after a position, in order: the rest of the unit in progress (``scan(S)``
 or ``changes(S)``), then ``changes(C)`` for every snapshot C after it up to the
 ref head. Each ``changes(C)`` goes through the snapshot-kind policy: replace is
-skipped, delete / overwrite fail unless an option allows them.
+skipped, delete / overwrite fail unless an option allows them. (About 400 lines: one class
+whose starting strategies, lineage checks and unit enumeration share the cursor.)
 """
 
 from __future__ import annotations
