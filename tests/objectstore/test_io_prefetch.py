@@ -225,7 +225,9 @@ def test_missing_prefetched_file_fails_its_own_split(seaweed: SeaweedFS,
             seen.append(index)
     assert splits[bad].file_path in str(info.value)
     assert bad - 2 <= max(seen) < bad
-    assert reader.prefetch.stats.files > bad + 1  # files behind the bad one were fetched
+    # the bad file itself came through the I/O pool (files behind it too when the pool ran
+    # ahead; under load it may not have got past the bad one before the reader reached it)
+    assert reader.prefetch.stats.files >= bad + 1
     catalog.purge_table(identifier)
 
 
