@@ -61,11 +61,14 @@ def test_flaky_manifest_and_data_reads_are_retried_exactly_once(tmp_path: Path) 
     # the manifest pool reads up to 8 ahead of a failure), so a pass succeeds only if all of
     # its ~20-30 manifest reads do: at a 10% rate that is a few percent, and 12 attempts in
     # a row failed now and then (CI). 5% and 40 attempts: a pass succeeds in >20% of tries.
-    PLAN.reset(manifest_rate=0.05, data_rate=0.2, seed=7)
+    # Data reads are retried per split (no re-planning), so their rate can be high: at 40%
+    # of 8 files' reads, no fault at all is a 2% chance (threads consume the seeded
+    # generator in varying order, so the count varies from run to run).
+    PLAN.reset(manifest_rate=0.05, data_rate=0.4, seed=7)
     counts: Counter[int] = Counter()
     _drain(IcebergSource("db.events", catalog=catalog, options={**OPTS, "maxAttempts": "40"}),
            tmp_path / "ck", counts)
-    assert PLAN.injected > 5
+    assert PLAN.injected >= 1  # the retries were exercised
     assert counts == Counter(expected)  # every row once: nothing skipped, nothing repeated
 
 
