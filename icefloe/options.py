@@ -79,6 +79,10 @@ OPTION_TABLE: dict[str, tuple[tuple[str, ...], tuple[Mode, ...]]] = {
     "maxAttempts": ((), _BOTH),
     "retryBackoffMs": ((), _BOTH),
     "ioConcurrency": ((), _BOTH),
+    "changelog": (("readChangeFeed",), _BOTH),
+    "identifierColumns": ((), _BOTH),
+    "computeUpdates": ((), _BOTH),
+    "netChanges": ((), _BOUNDED),
 }
 # `start-snapshot-id` means startSnapshotId (exclusive) in a bounded read, as Iceberg
 # Spark's incremental read, and startingVersion (inclusive) in a stream, as Iceberg Flink's
@@ -134,6 +138,9 @@ ALIAS_ORIGINS: dict[str, tuple[str, str]] = {
     "parquetBatchSize": ("Delta Flink connector", "rows per batch"),
     "split-size": ("Iceberg Spark and Flink", "target split size, bytes"),
     "file-open-cost": ("Iceberg Spark", "minimum weight of a file when packing, bytes"),
+    "readChangeFeed": ("Delta", "changelog: every snapshot's changes as rows with "
+                       "_change_type (Delta's own columns are _change_type, _commit_version "
+                       "and _commit_timestamp)"),
 }
 """Where each alias comes from and what it means there (and so here): the README's table."""
 
@@ -236,6 +243,19 @@ class SourceOptions:
     catalog_name: str | None = None
     max_attempts: int = 4
     retry_backoff_ms: int = 200
+    changelog: bool = False
+    """Read every snapshot's changes as rows (``_change_type`` INSERT / DELETE /
+    UPDATE_BEFORE / UPDATE_AFTER, ...) instead of the rows its data files added: see
+    :mod:`icefloe.enumerator.changelog`. The snapshot-kind policies do not apply."""
+    identifier_columns: tuple[str, ...] | None = None
+    """Key columns of ``computeUpdates`` / ``netChanges`` (None: the table's identifier
+    fields)."""
+    compute_updates: bool = False
+    """Pair a DELETE and an INSERT of the same key in one snapshot into UPDATE_BEFORE /
+    UPDATE_AFTER rows."""
+    net_changes: bool = False
+    """Collapse a bounded range's changes to their net effect (a row inserted and deleted
+    inside the range gives nothing)."""
     io_concurrency: int | None = None
     """Whole small files fetched ahead per reader thread from an object store (``None``:
     ``auto``, see :mod:`icefloe.reader.prefetch`; ``0``: off)."""
@@ -323,7 +343,8 @@ class SourceOptions:
                 out["starting_version"] = parse_starting_version(name, value)
             elif name in ("ignoreDeletes", "ignoreChanges", "skipChangeCommits",
                           "skipDeletes", "skipOverwrites", "failOnDataLoss", "caseSensitive",
-                          "preserveOrder", "followRenames"):
+                          "preserveOrder", "followRenames", "changelog", "computeUpdates",
+                          "netChanges"):
                 out[_field_name(name)] = parse_bool(name, value)
             elif name in ("pollIntervalMs", "initialDelayMs", "retryBackoffMs"):
                 out[_field_name(name)] = parse_duration_ms(name, value)
@@ -332,6 +353,8 @@ class SourceOptions:
                 out[_field_name(name)] = parse_int(name, value, minimum=1)
             elif name == "columns":
                 out["columns"] = parse_names(name, value)
+            elif name == "identifierColumns":
+                out["identifier_columns"] = parse_names(name, value)
             elif name == "metadataColumns":
                 out["metadata_columns"] = parse_names(name, value, METADATA_COLUMNS)
             elif name == "onLineageBreak":
@@ -378,12 +401,42 @@ class SourceOptions:
                     "cannot be combined with ignoreChanges (one emits the added files of "
                     "overwrites, the other skips them); choose one",
                 )
+        self._check_changelog()
         if (self.start_snapshot_id is not None and self.end_snapshot_id is not None
                 and self.start_snapshot_id == self.end_snapshot_id):
             raise InvalidOptionError(
                 "endSnapshotId", f"equals startSnapshotId {self.start_snapshot_id}: the range "
                 "(start exclusive, end inclusive) is empty; pick an earlier start"
             )
+
+    def _check_changelog(self) -> None:
+        """``changelog`` reads every kind of snapshot as changes: the options that choose
+        which snapshots to pass over, and a single pinned snapshot, do not fit it."""
+        for name in ("identifierColumns", "computeUpdates", "netChanges"):
+            if name in self.given and not self.changelog:
+                raise InvalidOptionError(name, "applies only to a changelog read; set "
+                                         "changelog=true or remove it")
+        if not self.changelog:
+            return
+        for name in ("ignoreDeletes", "ignoreChanges", "skipChangeCommits", "skipDeletes",
+                     "skipOverwrites", "snapshotId", "asOfTimestamp"):
+            if name in self.given:
+                what = "pins one snapshot; a changelog reads a range (startSnapshotId " \
+                    "exclusive, endSnapshotId inclusive)" if name in ("snapshotId",
+                                                                      "asOfTimestamp") \
+                    else "chooses snapshots to pass over; a changelog reads every " \
+                    "delete and overwrite as DELETE / INSERT rows"
+                raise InvalidOptionError(name, f"cannot be combined with changelog: it {what}; "
+                                         "remove it")
+        lineage = [n for n in self.metadata_columns
+                   if n in ("_row_id", "_last_updated_sequence_number")]
+        if lineage:
+            raise InvalidOptionError(
+                "metadataColumns", f"{lineage[0]} cannot be read in a changelog yet; remove it")
+        if self.appends_only:
+            raise InvalidOptionError(
+                "changelog", "cannot be combined with the start-snapshot-id / end-snapshot-id "
+                "aliases (they read appends only); use startSnapshotId / endSnapshotId")
 
     @property
     def ref_kind_name(self) -> str:
@@ -439,6 +492,20 @@ class SourceOptions:
         checkpoint_keys = [k for k, _ in self.checkpoint_properties]
         return (f"SourceOptions({set_fields}, catalog_properties={keys}, "
                 f"checkpoint_properties={checkpoint_keys})")
+
+
+def reject_net_changes(options: SourceOptions, engine: str) -> None:
+    """``netChanges`` collapses a whole range in one process (the local engine's
+    ``to_arrow`` / ``read``); an engine that reads the range in parallel tasks refuses it.
+
+    Raises:
+        InvalidOptionError: naming ``netChanges`` and what to do instead.
+    """
+    if options.net_changes:
+        raise InvalidOptionError(
+            "netChanges", f"is computed by the local engine only (IcebergSource(...)"
+            f".to_arrow()); on {engine}, read the change rows and aggregate them by key, or "
+            "remove it")
 
 
 def raw_keys(raw: Mapping[str, Any] | None) -> set[str]:

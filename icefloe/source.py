@@ -101,7 +101,10 @@ class IcebergSource:
         :attr:`retry`; a data file is re-read from its last delivered record, so no row
         is repeated or skipped. After ``maxAttempts`` the typed error is raised.
         """
-        return self._batches(self.bounded_plan(), parallelism)
+        plan = self.bounded_plan()
+        if plan.options.net_changes:  # the net effect needs the whole range first
+            return iter(self._net(plan, parallelism).to_batches(plan.options.batch_size))
+        return self._batches(plan, parallelism)
 
     def _batches(self, plan: BoundedPlan, parallelism: int) -> Iterator[pa.RecordBatch]:
         """Non-empty batches of ``plan``, planning and reading under :attr:`retry`."""
@@ -118,8 +121,20 @@ class IcebergSource:
     def to_arrow(self, parallelism: int = 2) -> pa.Table:
         """The whole bounded read as one Arrow table (materialised in memory)."""
         plan = self.bounded_plan()
+        if plan.options.net_changes:
+            return self._net(plan, parallelism)
         return pa.Table.from_batches(list(self._batches(plan, parallelism)),
                                      schema=plan.context.arrow_schema)
+
+    def _net(self, plan: BoundedPlan, parallelism: int) -> pa.Table:
+        """A changelog range collapsed to its net effect (``netChanges``; in memory)."""
+        from icefloe.reader.changelog import net_changes
+
+        ctx = plan.context
+        table = pa.Table.from_batches(list(self._batches(plan, parallelism)),
+                                      schema=ctx.arrow_schema)
+        return net_changes(table, [f.name for f in ctx.projected_schema.fields],
+                           list(ctx.identifier_columns), ctx.compute_updates)
 
     def stream(self, checkpoint: str | None = None, parallelism: int = 2,
                **kwargs: Any) -> LocalStream:

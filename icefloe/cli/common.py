@@ -61,11 +61,26 @@ def add_table_args(p: argparse.ArgumentParser) -> None:
                    help="source option (repeatable), e.g. snapshotId=123, catalog.uri=...")
 
 
+def add_changelog_arg(p: argparse.ArgumentParser) -> None:
+    """``--changelog`` of read / stream: the same as ``-o changelog=true``."""
+    p.add_argument("--changelog", action="store_true",
+                   help="read changes as rows with _change_type (INSERT, DELETE, "
+                   "UPDATE_BEFORE, UPDATE_AFTER); same as -o changelog=true")
+
+
+def table_options(args: argparse.Namespace) -> dict[str, str]:
+    """The ``-o`` options, with ``--changelog`` where the command has it."""
+    options = parse_kv(args.option)
+    if getattr(args, "changelog", False):
+        options.setdefault("changelog", "true")
+    return options
+
+
 def source(args: argparse.Namespace) -> IcebergSource:
     """The source named by the table arguments."""
     from icefloe.source import IcebergSource
 
-    return IcebergSource(args.table, catalog=args.catalog, options=parse_kv(args.option))
+    return IcebergSource(args.table, catalog=args.catalog, options=table_options(args))
 
 
 def iso_ms(ms: int | None) -> str:

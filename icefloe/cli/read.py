@@ -12,7 +12,14 @@ import argparse
 import time
 from typing import Any
 
-from icefloe.cli.common import Progress, add_table_args, parse_kv, positive_int, source
+from icefloe.cli.common import (
+    Progress,
+    add_changelog_arg,
+    add_table_args,
+    positive_int,
+    source,
+    table_options,
+)
 from icefloe.cli.output import MODES, Staged, is_file_target, parquet_counts, staged
 from icefloe.errors import InvalidOptionError
 
@@ -20,6 +27,7 @@ from icefloe.errors import InvalidOptionError
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("read", help="backfill a bounded read (to Parquet)")
     add_table_args(p)
+    add_changelog_arg(p)
     p.add_argument("--to", help="output: a .parquet file or a directory (local engine), "
                    "a directory (spark / ray, required there)")
     p.add_argument("--mode", choices=MODES, default="error",
@@ -36,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     if args.engine != "local" and not args.to:
         raise InvalidOptionError("--to", f"--engine {args.engine} writes Parquet files: give "
                                  "--to DIR (a directory on this machine)")
-    options = parse_kv(args.option)
+    options = table_options(args)
     if args.engine == "local":
         src = source(args)  # options are checked before any output exists
         if not args.to:
@@ -75,6 +83,13 @@ def _read_local(src: Any, args: argparse.Namespace, stage: Staged | None) -> tup
 
     plan = src.bounded_plan()
     total = sum(1 for _ in plan.splits())
+    if plan.options.net_changes:  # the net effect of a changelog range needs all of it
+        table = src.to_arrow(args.parallelism)
+        if stage is not None:
+            path = stage.path if stage.single_file else stage.path / "part-00000.parquet"
+            path.parent.mkdir(exist_ok=True)
+            pq.write_table(table, path)
+        return table.num_rows, total
     progress = Progress(total, enabled=not args.quiet)
     writer = None
     if stage is not None:

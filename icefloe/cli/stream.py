@@ -19,7 +19,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from icefloe.cli.common import add_table_args, parse_kv, positive_int, print_status, source
+from icefloe.cli.common import (
+    add_changelog_arg,
+    add_table_args,
+    positive_int,
+    print_status,
+    source,
+    table_options,
+)
 from icefloe.cli.failures import EXIT_INTERRUPTED
 from icefloe.cli.sinks import SINK_GRAMMAR, Sink, open_sink, parse_sink
 from icefloe.errors import CheckpointError
@@ -30,6 +37,7 @@ STATUS_EVERY_S = 2.0
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("stream", help="ingest continuously, with a checkpoint")
     add_table_args(p)
+    add_changelog_arg(p)
     p.add_argument("--checkpoint", required=True, help="checkpoint directory or URI")
     p.add_argument("--sink", default="console", help=SINK_GRAMMAR + " (default console)")
     p.add_argument("--parallelism", type=positive_int, default=2,
@@ -118,7 +126,7 @@ def check_checkpoint(location: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    options = parse_kv(args.option)
+    options = table_options(args)
     spec = parse_sink(args.sink)
     if args.engine != "spark":
         check_checkpoint(args.checkpoint)

@@ -4,7 +4,9 @@ Runs on the driver. Cases (all on the configured ref):
 - the head of ``ref`` (branch or tag), read with the table's current schema;
 - ``snapshotId`` / ``asOfTimestamp``: time travel, read with that snapshot's schema;
 - ``startSnapshotId`` (exclusive) / ``endSnapshotId`` (inclusive): the data files the
-  snapshots in between added, oldest snapshot first, under the snapshot-kind policy.
+  snapshots in between added, oldest snapshot first, under the snapshot-kind policy;
+- ``changelog``: the changes of the snapshots of that range (default: every ancestor of
+  the head of ``ref``), as change rows (:mod:`icefloe.enumerator.changelog`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.table.snapshots import Snapshot
 
 from icefloe.catalog.handle import TableHandle
+from icefloe.enumerator.changelog import ChangelogPlanner
 from icefloe.enumerator.lineage import snapshot_current_at, snapshots_between
 from icefloe.enumerator.planner import SplitPlanner, TableSplitPlanner
 from icefloe.enumerator.policy import Action, decide
@@ -96,15 +99,18 @@ def plan_bounded(handle: TableHandle, options: SourceOptions) -> BoundedPlan:
     elif options.as_of_timestamp_ms is not None:
         snapshot = snapshot_current_at(handle.metadata, options.as_of_timestamp_ms, what)
         time_travel = True
-    elif options.start_snapshot_id is not None or options.end_snapshot_id is not None:
+    elif options.start_snapshot_id is not None or options.end_snapshot_id is not None \
+            or options.changelog:
         incremental = True
         if options.end_snapshot_id is not None:
             snapshot = handle.snapshot(options.end_snapshot_id)
         else:
             snapshot = handle.head(options.ref, options.ref_kind)
-            if snapshot is None:
+            if snapshot is None and options.changelog and options.start_snapshot_id is None:
+                pass  # a changelog of a table without snapshots: empty
+            elif snapshot is None:
                 raise SnapshotNotFoundError(f"{what} has no snapshot to end the range at")
-        if options.start_snapshot_id is not None:
+        if options.start_snapshot_id is not None and snapshot is not None:
             start = handle.snapshot(options.start_snapshot_id).snapshot_id
             # fail early (before any split is read) when start is not an ancestor
             try:
@@ -120,10 +126,20 @@ def plan_bounded(handle: TableHandle, options: SourceOptions) -> BoundedPlan:
         time_travel = handle.ref_type(options.ref) == "tag"
     schema = _schema_of(handle, snapshot, time_travel)
     context = ReadContext.create(handle.metadata, handle.io, schema, options)
-    planner = with_row_lineage(TableSplitPlanner(
+    table_planner = TableSplitPlanner(
         handle.metadata, handle.io, schema, options.filter, options.case_sensitive,
         options.split_size,
-    ), handle.io, options.metadata_columns, handle.metadata.format_version)
+    )
+    planner: SplitPlanner
+    if options.changelog:
+        chain = [] if snapshot is None else \
+            snapshots_between(handle.metadata, snapshot, start, what=what)
+        planner = ChangelogPlanner(
+            table_planner, handle.metadata, handle.io, options.compute_updates,
+            ordinals={s.snapshot_id: i for i, s in enumerate(chain)})
+    else:
+        planner = with_row_lineage(table_planner, handle.io, options.metadata_columns,
+                                   handle.metadata.format_version)
     log.info("bounded plan of %s: snapshot %s%s", handle.identifier,
              snapshot.snapshot_id if snapshot else None,
              f", after snapshot (exclusive) {start}" if incremental else "")

@@ -176,10 +176,18 @@ class ContinuousEnumerator:
             if self.handle.metadata.metadata_log else id(self.handle.metadata)
         if self._planner is None or key != self._planner_key:
             schema = self.handle.metadata.schema()
-            self._planner = with_row_lineage(TableSplitPlanner(
+            planner = TableSplitPlanner(
                 self.handle.metadata, self.handle.io, schema, self.options.filter,
-                self.options.case_sensitive, self.options.split_size), self.handle.io,
-                self.options.metadata_columns, self.handle.metadata.format_version)
+                self.options.case_sensitive, self.options.split_size)
+            if self.options.changelog:
+                from icefloe.enumerator.changelog import ChangelogPlanner
+
+                self._planner = ChangelogPlanner(planner, self.handle.metadata,
+                                                 self.handle.io, self.options.compute_updates)
+            else:
+                self._planner = with_row_lineage(
+                    planner, self.handle.io, self.options.metadata_columns,
+                    self.handle.metadata.format_version)
             self._planner_key = key
         return self._planner
 

@@ -261,6 +261,7 @@ class SnapshotChanges:
         self.added_data: list[ManifestEntry] = []
         self.deleted_data: list[ManifestEntry] = []
         self.added_deletes: list[ManifestEntry] = []
+        self.removed_deletes: list[ManifestEntry] = []
 
 
 def snapshot_changes(io: FileIO, snapshot: Snapshot) -> SnapshotChanges:
@@ -279,6 +280,8 @@ def snapshot_changes(io: FileIO, snapshot: Snapshot) -> SnapshotChanges:
             if manifest.content == ManifestContent.DELETES:
                 if entry.status == ManifestEntryStatus.ADDED:
                     changes.added_deletes.append(entry)
+                elif entry.status == ManifestEntryStatus.DELETED:
+                    changes.removed_deletes.append(entry)
             elif entry.status == ManifestEntryStatus.ADDED:
                 changes.added_data.append(entry)
             elif entry.status == ManifestEntryStatus.DELETED:

@@ -66,24 +66,24 @@ class TableSplitPlanner:
         self.filters = FilterEvaluators(metadata, schema, filter_text, case_sensitive)
         # as Java's PartitionSpec.isUnpartitioned(): a spec of void fields only (a v1 table's
         # removed partition fields) is unpartitioned, so its equality deletes are global
-        self._unpartitioned = frozenset(
+        self.unpartitioned = frozenset(
             spec.spec_id for spec in metadata.partition_specs
             if all(isinstance(f.transform, VoidTransform) for f in spec.fields)
         )
 
-    def _entry_splits(self, entry: ManifestEntry, snapshot_id: int, first_ordinal: int,
+    def entry_splits(self, entry: ManifestEntry, snapshot_id: int, first_ordinal: int,
                       deletes: DeleteIndex | None) -> list[FileSplit]:
         df = entry.data_file
         file_format = df.file_format
         fmt = file_format.name if hasattr(file_format, "name") else str(file_format)
-        return self._file_splits(
+        return self.file_splits(
             df.file_path, fmt, partition_tuple(df.partition), df.record_count,
             df.file_size_in_bytes, df.split_offsets, df.spec_id,
             entry.sequence_number or INITIAL_SEQUENCE_NUMBER, snapshot_id, first_ordinal,
             deletes,
         )
 
-    def _file_splits(self, path: str, fmt: str, partition: tuple[Any, ...], records: int,
+    def file_splits(self, path: str, fmt: str, partition: tuple[Any, ...], records: int,
                      size: int, split_offsets: list[int] | None, spec_id: int, seq: int,
                      snapshot_id: int, first_ordinal: int, deletes: DeleteIndex | None,
                      ) -> list[FileSplit]:
@@ -103,8 +103,8 @@ class TableSplitPlanner:
                                  partition, snapshot_id, seq, first_ordinal + i, applied))
         return out
 
-    def _delete_index(self, snapshot: Snapshot, manifests: list) -> DeleteIndex:
-        index = DeleteIndex(self._unpartitioned)
+    def delete_index(self, snapshot: Snapshot, manifests: list) -> DeleteIndex:
+        index = DeleteIndex(self.unpartitioned)
         delete_manifests = [m for m in manifests if m.content == ManifestContent.DELETES]
         def keep(entry: ManifestEntry) -> bool:
             return self.filters.partition_ok(entry.data_file.spec_id)(entry.data_file)
@@ -115,7 +115,7 @@ class TableSplitPlanner:
 
     def plan_snapshot(self, snapshot: Snapshot, start_ordinal: int = 0) -> Iterator[FileSplit]:
         manifests = snapshot_manifests(self.io, snapshot)
-        deletes = self._delete_index(snapshot, manifests)
+        deletes = self.delete_index(snapshot, manifests)
         data = [
             m for m in manifests
             if m.content == ManifestContent.DATA
@@ -129,7 +129,7 @@ class TableSplitPlanner:
         # the metrics filter reads the column stats: PyIceberg's full entries
         for entry in live_entries(self.io, data, snapshot.snapshot_id,
                                   lambda e: self.filters.file_ok(e.data_file)):
-            for split in self._entry_splits(entry, snapshot.snapshot_id, ordinal, deletes):
+            for split in self.entry_splits(entry, snapshot.snapshot_id, ordinal, deletes):
                 if split.ordinal >= start_ordinal:
                     yield split
                 ordinal += 1
@@ -151,7 +151,7 @@ class TableSplitPlanner:
                                         snapshot_id, seq, ordinal, ())
                     ordinal += 1
                     continue
-                for split in self._file_splits(path, fmt, partition, records, size, offsets,
+                for split in self.file_splits(path, fmt, partition, records, size, offsets,
                                                spec_id, seq, snapshot_id, ordinal, deletes):
                     if split.ordinal >= start_ordinal:
                         yield split
@@ -161,7 +161,7 @@ class TableSplitPlanner:
         changes = snapshot_changes(self.io, snapshot)
         deletes = None
         if changes.added_deletes:
-            deletes = DeleteIndex(self._unpartitioned)
+            deletes = DeleteIndex(self.unpartitioned)
             for entry in changes.added_deletes:
                 deletes.add(entry)
         ordinal = 0
@@ -169,6 +169,6 @@ class TableSplitPlanner:
             if entry.data_file.content != DataFileContent.DATA or \
                     not self.filters.file_ok(entry.data_file):
                 continue
-            for split in self._entry_splits(entry, snapshot.snapshot_id, ordinal, deletes):
+            for split in self.entry_splits(entry, snapshot.snapshot_id, ordinal, deletes):
                 yield split
                 ordinal += 1

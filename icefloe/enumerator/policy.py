@@ -11,6 +11,8 @@
 / ``streaming-skip-overwrite-snapshots``: each skips its one operation only (Spark's
 ``shouldProcess``). With ``appends_only`` (the ``start-snapshot-id`` / ``end-snapshot-id``
 aliases: Iceberg's incremental append scan) every snapshot but an append is passed over.
+A changelog read (``changelog=true``) emits every snapshot but a replace (a compaction
+changes no row), whatever its operation: deletes and overwrites become DELETE rows.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ def decide(snapshot: Snapshot, options: SourceOptions) -> Action:
     op = operation_of(snapshot)
     if op == "append":
         return Action.EMIT
+    if options.changelog:
+        return Action.SKIP if op == "replace" else Action.EMIT
     if op == "replace" or options.appends_only:
         return Action.SKIP
     if op == "delete":

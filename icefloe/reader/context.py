@@ -6,6 +6,7 @@ schema and specs travel as JSON, the FileIO as its properties, never as objects)
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -36,6 +37,14 @@ NULLABLE_METADATA = frozenset({"_row_id"})
 before v3, or a snapshot from before its upgrade to v3)."""
 ROW_LINEAGE_FIELD_IDS = {"_row_id": 2147483540, "_last_updated_sequence_number": 2147483539}
 """The reserved field ids of the row lineage columns a v3 data file may store."""
+CHANGE_FIELDS: dict[str, pa.DataType] = {
+    "_change_type": pa.string(),
+    "_change_ordinal": pa.int32(),
+    "_commit_snapshot_id": pa.int64(),
+    "_commit_timestamp": pa.timestamp("us", tz="UTC"),
+}
+"""The columns a changelog read appends (after the metadata columns), as Iceberg's changelog
+view names them, plus ``_commit_timestamp``."""
 
 
 UNSUPPORTED_TYPES: tuple[type[IcebergType], ...] = (UnknownType, GeometryType, GeographyType)
@@ -59,6 +68,34 @@ def check_readable(read_schema: Schema, table_schema: Schema) -> None:
                 "leave it out with the columns option (and out of the filter)")
 
 
+def identifier_columns(schema: Schema, options: SourceOptions) -> tuple[str, ...]:
+    """The key columns of a changelog read: ``identifierColumns``, else the schema's
+    identifier fields (names); checked against ``schema``.
+
+    Raises:
+        InvalidOptionError: an unknown identifier column, or ``computeUpdates`` on a
+            table without identifier fields and no ``identifierColumns``.
+    """
+    if not options.changelog:
+        return ()
+    if options.identifier_columns is not None:
+        for name in options.identifier_columns:
+            try:
+                schema.find_field(name, options.case_sensitive)
+            except ValueError:
+                known = ", ".join(f.name for f in schema.fields)
+                raise InvalidOptionError(
+                    "identifierColumns", f"no column {name!r}; the table's columns are "
+                    f"{known}") from None
+        return options.identifier_columns
+    names = tuple(schema.find_column_name(i) or str(i) for i in schema.identifier_field_ids)
+    if options.compute_updates and not names:
+        raise InvalidOptionError(
+            "computeUpdates", "needs key columns and the table has no identifier fields; "
+            "name them with identifierColumns=id[,...]")
+    return names
+
+
 @dataclass(frozen=True)
 class ReadContext:
     """Everything a reader needs besides the split. Picklable; built by :meth:`create`.
@@ -79,6 +116,10 @@ class ReadContext:
         io_concurrency: ``ioConcurrency`` (None: auto; see :mod:`icefloe.reader.prefetch`).
         columns_in_table_order: ``columns`` came as PyIceberg's ``selected_fields``, which
             keeps the table's column order (else the order asked).
+        changelog: a changelog read (batches carry :data:`CHANGE_FIELDS`).
+        identifier_columns: the key of ``compute_updates`` (``identifierColumns``, else
+            the table's identifier fields); empty when there is none.
+        compute_updates: pair a commit's DELETE and INSERT of one key into UPDATE rows.
     """
 
     schema_json: str
@@ -94,6 +135,9 @@ class ReadContext:
     location: str = ""
     columns_in_table_order: bool = False
     io_concurrency: int | None = None
+    changelog: bool = False
+    identifier_columns: tuple[str, ...] = ()
+    compute_updates: bool = False
 
     @classmethod
     def create(cls, metadata: TableMetadata, io: FileIO, schema: Schema,
@@ -117,10 +161,20 @@ class ReadContext:
             location=metadata.location,
             columns_in_table_order=options.columns_in_table_order,
             io_concurrency=options.io_concurrency,
+            changelog=options.changelog,
+            identifier_columns=identifier_columns(schema, options),
+            compute_updates=options.compute_updates,
         )
         context.projected_schema  # noqa: B018 - validate the column names now
         context.bound_filter  # noqa: B018
         check_readable(context.read_schema(), schema)
+        if context.compute_updates:
+            projected = {f.name for f in context.projected_schema.fields}
+            missing = [n for n in context.identifier_columns if n.split(".")[0] not in projected]
+            if missing:
+                raise InvalidOptionError(
+                    "columns", f"leaves out the key column(s) {', '.join(missing)} that "
+                    "computeUpdates pairs rows by; add them to columns")
         return context
 
     def __repr__(self) -> str:  # io_properties may carry secrets
@@ -201,14 +255,26 @@ class ReadContext:
         for name in self.metadata_columns:
             base = base.append(pa.field(name, METADATA_FIELDS[name],
                                         nullable=name in NULLABLE_METADATA))
+        if self.changelog:
+            for name, change_type in CHANGE_FIELDS.items():
+                base = base.append(pa.field(name, change_type, nullable=False))
         return base
+
+    def data_context(self) -> ReadContext:
+        """This context as the plain read a changelog reader runs under it: no change
+        columns, ``_pos`` always (which rows changed is a question of positions)."""
+        extra = () if "_pos" in self.metadata_columns else ("_pos",)
+        return dataclasses.replace(self, changelog=False, compute_updates=False,
+                                   metadata_columns=self.metadata_columns + extra)
 
     def __getstate__(self) -> dict[str, object]:
         # drop cached (unpicklable / large) properties; they are rebuilt on the worker
         names = ("schema_json", "columns", "filter", "case_sensitive", "batch_size",
                  "metadata_columns", "io_properties", "specs_json", "name_mapping_json",
-                 "format_version", "location", "columns_in_table_order", "io_concurrency")
+                 "format_version", "location", "columns_in_table_order", "io_concurrency",
+                 "changelog", "identifier_columns", "compute_updates")
         return {n: self.__dict__[n] for n in names}
 
     def __setstate__(self, state: dict[str, object]) -> None:
-        self.__dict__.update({"io_concurrency": None, **state})
+        self.__dict__.update({"io_concurrency": None, "changelog": False,
+                              "identifier_columns": (), "compute_updates": False, **state})

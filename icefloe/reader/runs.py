@@ -49,9 +49,10 @@ def can_batch(split: FileSplit) -> bool:
     """Whether ``split`` may be read in a run (cheap: looks at the split only).
 
     Whole Parquet files up to :data:`RUN_MAX_SPLIT_BYTES` with no delete files (no
-    position / equality deletes, no deletion vectors) and no resume offset.
+    position / equality deletes, no deletion vectors), no resume offset, and not a
+    changelog split.
     """
-    return (split.file_format == "PARQUET" and not split.delete_files
+    return (split.file_format == "PARQUET" and not split.delete_files and not split.changes
             and split.resume_rows == 0 and split.is_whole_file
             and split.length <= RUN_MAX_SPLIT_BYTES)
 

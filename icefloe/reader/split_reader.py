@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -36,6 +36,9 @@ from icefloe.reader.prefetch import Prefetcher, PrefetchWindow, resolve_concurre
 from icefloe.reader.projection import to_requested_schema
 from icefloe.reader.runs import RunScanner, can_batch
 from icefloe.splits.split import FileSplit
+
+if TYPE_CHECKING:
+    from icefloe.reader.changelog import ChangeReader
 
 log = logging.getLogger(__name__)
 
@@ -186,6 +189,7 @@ class SplitReader:
                           if not f.nullable]
         self._lineage = [n for n in context.metadata_columns if n in ROW_LINEAGE_FIELD_IDS]
         self._positions = "_pos" in context.metadata_columns or bool(self._lineage)
+        self._changes: ChangeReader | None = None
 
     batch_runs = True
     """Whether the local engine reads runs of :meth:`can_batch` splits (small whole files)
@@ -367,6 +371,13 @@ class SplitReader:
             DataFileError: a data or delete file is missing, unreadable or of an unknown
                 format (icefloe reads Parquet, ORC and Avro).
         """
+        if split.changes:  # a changelog split: icefloe.reader.changelog
+            if self._changes is None:
+                from icefloe.reader.changelog import ChangeReader
+
+                self._changes = ChangeReader(self)
+            yield from self._changes.read_progress(split)
+            return
         if split.file_format != "PARQUET":  # ORC, Avro: the same processing per batch
             from icefloe.reader.formats import read_progress
 

@@ -20,7 +20,7 @@ from pyspark.sql.types import StructType
 
 from icefloe.enumerator.bounded import BoundedPlan, plan_bounded
 from icefloe.errors import EngineError, InvalidOptionError
-from icefloe.options import ALIASES, OPTION_TABLE, SourceOptions
+from icefloe.options import ALIASES, OPTION_TABLE, SourceOptions, reject_net_changes
 from icefloe.source import IcebergSource
 from icefloe.spark import filters as spark_filters
 from icefloe.spark.types import spark_schema
@@ -159,6 +159,7 @@ class SparkPlan:
     def source_options(self) -> SourceOptions:
         """The bounded-read options, with the pushed filters ANDed into ``filter``."""
         base = SourceOptions.parse(self.options).for_mode("bounded")
+        reject_net_changes(base, "Spark")
         combined = spark_filters.combine(base.filter, self.pushed)
         if combined == base.filter:
             return base
@@ -176,7 +177,8 @@ class SparkPlan:
     def spark_schema(self) -> StructType:
         """The DataFrame schema (read schema's columns, then metadata columns)."""
         context = self.bounded().context
-        return spark_schema(context.projected_schema, context.metadata_columns)
+        return spark_schema(context.projected_schema, context.metadata_columns,
+                            context.changelog)
 
     def push(self, filters: Iterable[ds.Filter]) -> list[ds.Filter]:
         """Push what translates exactly; return the filters Spark must still apply."""

@@ -294,4 +294,5 @@ def stream_schema(table: str, options: dict[str, str]) -> Any:
 
     state = _DriverState(table, options)
     context = pickle.loads(state.context_bytes)
-    return spark_schema(context.projected_schema, context.metadata_columns)
+    return spark_schema(context.projected_schema, context.metadata_columns,
+                        context.changelog)

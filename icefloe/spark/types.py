@@ -99,9 +99,23 @@ def _spark_field(field: it.NestedField, path: str) -> st.StructField:
                           nullable=not field.required)
 
 
-def spark_schema(schema: Schema, metadata_columns: Sequence[str] = ()) -> st.StructType:
-    """The DataFrame schema of a read: ``schema``'s columns, then the metadata columns."""
+CHANGE_TYPES = {
+    "_change_type": st.StringType(),
+    "_change_ordinal": st.IntegerType(),
+    "_commit_snapshot_id": st.LongType(),
+    "_commit_timestamp": st.TimestampType(),
+}
+"""Spark types of :data:`icefloe.reader.context.CHANGE_FIELDS` (same order)."""
+
+
+def spark_schema(schema: Schema, metadata_columns: Sequence[str] = (),
+                 changelog: bool = False) -> st.StructType:
+    """The DataFrame schema of a read: ``schema``'s columns, then the metadata columns,
+    then (a changelog read) the change columns."""
     fields = [_spark_field(f, f.name) for f in schema.fields]
     fields += [st.StructField(name, METADATA_TYPES[name], nullable=name in NULLABLE_METADATA)
                for name in metadata_columns]
+    if changelog:
+        fields += [st.StructField(name, kind, nullable=False)
+                   for name, kind in CHANGE_TYPES.items()]
     return st.StructType(fields)

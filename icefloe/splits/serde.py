@@ -3,7 +3,8 @@
 Layout: ``b"IFSP"`` magic, one version byte, then a msgpack array of the fields in
 declaration order. Every version ever written stays readable (golden bytes under
 ``tests/splits/golden``). New fields are appended and get defaults when older bytes are
-read. Versions: 1, the first; 2 appends ``first_row_id`` (Iceberg v3 row lineage).
+read. Versions: 1, the first; 2 appends ``first_row_id`` (Iceberg v3 row lineage); 3
+appends ``changes``, ``change_ordinal`` and ``commit_timestamp_ms`` (changelog reads).
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from typing import Any
 import msgpack
 
 from icefloe.errors import SplitFormatError
-from icefloe.splits.split import DeleteFileRef, FileSplit
+from icefloe.splits.split import ChangeFile, DeleteFileRef, FileSplit
 
 MAGIC = b"IFSP"
-CURRENT_VERSION = 2
+CURRENT_VERSION = 3
 
 _EXT_DECIMAL = 1
 _EXT_UUID = 2
@@ -62,18 +63,30 @@ def unpack_value(data: bytes) -> Any:
     return msgpack.unpackb(data, ext_hook=_ext_hook, raw=False, strict_map_key=False)
 
 
+def _deletes_to_list(deletes: tuple[DeleteFileRef, ...]) -> list[list[Any]]:
+    return [[d.path, d.content, d.file_format, d.sequence_number, d.record_count, d.file_size,
+             list(d.equality_ids), d.referenced_data_file, d.content_offset, d.content_size]
+            for d in deletes]
+
+
+def _deletes_from_list(deletes: list[list[Any]]) -> tuple[DeleteFileRef, ...]:
+    return tuple(DeleteFileRef(d[0], d[1], d[2], d[3], d[4], d[5], tuple(d[6]), d[7], d[8], d[9])
+                 for d in deletes)
+
+
 def _split_to_list(split: FileSplit) -> list[Any]:
     return [
         split.split_id, split.file_path, split.file_format, split.start, split.length,
         split.record_count, split.file_size, split.file_record_count, split.spec_id,
         list(split.partition), split.snapshot_id, split.sequence_number, split.ordinal,
-        [
-            [d.path, d.content, d.file_format, d.sequence_number, d.record_count, d.file_size,
-             list(d.equality_ids), d.referenced_data_file, d.content_offset, d.content_size]
-            for d in split.delete_files
-        ],
+        _deletes_to_list(split.delete_files),
         split.resume_rows,
         split.first_row_id,
+        [[c.kind, c.path, c.file_format, c.start, c.length, c.file_size, c.record_count,
+          c.spec_id, list(c.partition), c.sequence_number, _deletes_to_list(c.deletes_before),
+          _deletes_to_list(c.deletes_after)] for c in split.changes],
+        split.change_ordinal,
+        split.commit_timestamp_ms,
     ]
 
 
@@ -85,10 +98,7 @@ def _split_from_list_v1(fields: list[Any]) -> FileSplit:
         record_count=records, file_size=size, file_record_count=file_records, spec_id=spec_id,
         partition=tuple(partition), snapshot_id=snapshot_id, sequence_number=seq,
         ordinal=ordinal,
-        delete_files=tuple(
-            DeleteFileRef(d[0], d[1], d[2], d[3], d[4], d[5], tuple(d[6]), d[7], d[8], d[9])
-            for d in deletes
-        ),
+        delete_files=_deletes_from_list(deletes),
         resume_rows=resume_rows,
     )
 
@@ -100,8 +110,21 @@ def _split_from_list_v2(fields: list[Any]) -> FileSplit:
     return dataclasses.replace(_split_from_list_v1(v1), first_row_id=first_row_id)
 
 
+def _split_from_list_v3(fields: list[Any]) -> FileSplit:
+    *v2, changes, change_ordinal, commit_timestamp_ms = fields
+    if not isinstance(change_ordinal, int) or not isinstance(commit_timestamp_ms, int):
+        raise TypeError(f"change ordinal / commit timestamp {change_ordinal!r}, "
+                        f"{commit_timestamp_ms!r} are not integers")
+    return dataclasses.replace(
+        _split_from_list_v2(v2),
+        changes=tuple(ChangeFile(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], tuple(c[8]),
+                                 c[9], _deletes_from_list(c[10]), _deletes_from_list(c[11]))
+                      for c in changes),
+        change_ordinal=change_ordinal, commit_timestamp_ms=commit_timestamp_ms)
+
+
 _READERS: dict[int, Callable[[list[Any]], FileSplit]] = {
-    1: _split_from_list_v1, 2: _split_from_list_v2,
+    1: _split_from_list_v1, 2: _split_from_list_v2, 3: _split_from_list_v3,
 }
 
 

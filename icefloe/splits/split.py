@@ -50,6 +50,44 @@ class DeleteFileRef:
     content_size: int | None = None
 
 
+CHANGE_ADDED = 1
+"""A data file the commit snapshot added: its rows live after it are INSERTs."""
+CHANGE_REMOVED = 2
+"""A data file the commit snapshot removed: its rows live before it are DELETEs."""
+CHANGE_EXISTING = 3
+"""A data file live before and after the commit snapshot whose delete files changed: rows
+live before and not after are DELETEs, rows live after and not before INSERTs."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeFile:
+    """One data file (byte range) of a changelog split and which of its rows changed.
+
+    Attributes:
+        kind: :data:`CHANGE_ADDED`, :data:`CHANGE_REMOVED` or :data:`CHANGE_EXISTING`.
+        path / file_format / start / length / file_size / record_count / spec_id /
+            partition / sequence_number: as the same fields of :class:`FileSplit` (the
+            range is ``[start, start + length)``; a whole file for ``CHANGE_EXISTING``).
+        deletes_before: delete files that applied to the data file in the parent
+            snapshot (its rows live before the commit); unused for ``CHANGE_ADDED``.
+        deletes_after: delete files that apply to it in the commit snapshot (its rows
+            live after); unused for ``CHANGE_REMOVED``.
+    """
+
+    kind: int
+    path: str
+    file_format: str
+    start: int
+    length: int
+    file_size: int
+    record_count: int
+    spec_id: int
+    partition: tuple[Any, ...]
+    sequence_number: int
+    deletes_before: tuple[DeleteFileRef, ...] = ()
+    deletes_after: tuple[DeleteFileRef, ...] = ()
+
+
 @dataclass(frozen=True, slots=True)
 class FileSplit:
     """A byte range of a data file, with everything a reader needs besides the read context.
@@ -74,6 +112,14 @@ class FileSplit:
         first_row_id: Iceberg v3 row lineage: the ``_row_id`` of the data file's first
             row (inherited as the spec says), or None (not a v3 table, a snapshot from
             before the upgrade to v3, or row lineage not requested).
+        changes: a changelog split's files (empty for every other split): one
+            ``CHANGE_ADDED`` or ``CHANGE_REMOVED`` range, read as a stream of batches, or
+            a group of whole files of one commit read together (``CHANGE_EXISTING``
+            files, or a commit with both DELETE and INSERT rows, whose carry-over rows
+            cancel out). ``snapshot_id`` is then the commit snapshot, and for a group
+            ``resume_rows`` counts change rows delivered (not source records).
+        change_ordinal: ``_change_ordinal`` of a changelog split's rows.
+        commit_timestamp_ms: the commit snapshot's timestamp (``_commit_timestamp``).
     """
 
     split_id: str
@@ -92,6 +138,9 @@ class FileSplit:
     delete_files: tuple[DeleteFileRef, ...] = ()
     resume_rows: int = 0
     first_row_id: int | None = None
+    changes: tuple[ChangeFile, ...] = ()
+    change_ordinal: int = 0
+    commit_timestamp_ms: int = 0
 
     @property
     def end(self) -> int:
@@ -111,6 +160,10 @@ class FileSplit:
     @property
     def weight(self) -> int:
         """Bytes a reader touches: the range plus its delete files (used for packing)."""
+        if self.changes:
+            return sum(c.length + sum(d.file_size for d in {*c.deletes_before,
+                                                            *c.deletes_after})
+                       for c in self.changes)
         return self.length + sum(d.file_size for d in self.delete_files)
 
 
@@ -118,7 +171,7 @@ _NEW = object.__new__
 (_SET_SPLIT_ID, _SET_FILE_PATH, _SET_FILE_FORMAT, _SET_START, _SET_LENGTH, _SET_RECORD_COUNT,
  _SET_FILE_SIZE, _SET_FILE_RECORD_COUNT, _SET_SPEC_ID, _SET_PARTITION, _SET_SNAPSHOT_ID,
  _SET_SEQUENCE_NUMBER, _SET_ORDINAL, _SET_DELETE_FILES, _SET_RESUME_ROWS,
- _SET_FIRST_ROW_ID) = (
+ _SET_FIRST_ROW_ID, _SET_CHANGES, _SET_CHANGE_ORDINAL, _SET_COMMIT_TIMESTAMP_MS) = (
     FileSplit.__dict__[f.name].__set__ for f in dataclasses.fields(FileSplit)
 )
 
@@ -150,6 +203,9 @@ def new_split(split_id: str, file_path: str, file_format: str, start: int, lengt
     _SET_DELETE_FILES(split, delete_files)
     _SET_RESUME_ROWS(split, 0)
     _SET_FIRST_ROW_ID(split, None)
+    _SET_CHANGES(split, ())
+    _SET_CHANGE_ORDINAL(split, 0)
+    _SET_COMMIT_TIMESTAMP_MS(split, 0)
     return split
 
 

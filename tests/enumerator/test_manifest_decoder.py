@@ -275,7 +275,7 @@ def _reference_splits(planner: TableSplitPlanner, table: Table, start: int = 0,
     snapshot = table.current_snapshot()
     assert snapshot is not None
     manifests = snapshot.manifests(table.io)
-    deletes = DeleteIndex(planner._unpartitioned)
+    deletes = DeleteIndex(planner.unpartitioned)
     delete_manifests = [m for m in manifests if m.content == ManifestContent.DELETES]
     for entry in live_entries(table.io, delete_manifests, snapshot.snapshot_id, lambda e: True):
         deletes.add(entry)
@@ -283,7 +283,7 @@ def _reference_splits(planner: TableSplitPlanner, table: Table, start: int = 0,
     out: list[FileSplit] = []
     ordinal = 0
     for entry in live_entries(table.io, data, snapshot.snapshot_id, lambda e: True):
-        for split in planner._entry_splits(entry, snapshot.snapshot_id, ordinal, deletes):
+        for split in planner.entry_splits(entry, snapshot.snapshot_id, ordinal, deletes):
             if split.ordinal >= start:
                 out.append(split)
             ordinal += 1

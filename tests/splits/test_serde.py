@@ -15,9 +15,11 @@ import pytest
 from icefloe.errors import SplitFormatError
 from icefloe.splits import DeleteFileRef, FileSplit, deserialize_split, serialize_split
 from icefloe.splits.serde import CURRENT_VERSION, MAGIC, split_from_obj, split_to_obj
+from icefloe.splits.split import CHANGE_ADDED, CHANGE_EXISTING, CHANGE_REMOVED, ChangeFile
 
 GOLDEN_V1 = Path(__file__).parent / "golden" / "split_v1.bin"
 GOLDEN_V2 = Path(__file__).parent / "golden" / "split_v2.bin"
+GOLDEN_V3 = Path(__file__).parent / "golden" / "split_v3.bin"
 DATA = "s3://bucket/wh/db/events/data/day=2024-01-02/00000-0-data.parquet"
 
 
@@ -96,11 +98,25 @@ def test_golden_v2_is_v1_plus_first_row_id() -> None:
     assert dataclasses.replace(v2, first_row_id=None) == v1
 
 
-def test_golden_v2_is_what_the_current_version_writes() -> None:
-    # v2 is the newest format: re-serializing the decoded split gives the same bytes
-    assert CURRENT_VERSION == 2
-    data = GOLDEN_V2.read_bytes()
-    assert data[4] == 2
+def test_golden_v3_is_v2_plus_changes() -> None:
+    v2 = deserialize_split(GOLDEN_V2.read_bytes())
+    v3 = deserialize_split(GOLDEN_V3.read_bytes())
+    assert (v3.change_ordinal, v3.commit_timestamp_ms) == (7, 1_700_000_000_123)
+    assert [c.kind for c in v3.changes] == [CHANGE_REMOVED, CHANGE_EXISTING]
+    assert v3.changes[0].deletes_before == v2.delete_files[:1]
+    assert v3.changes[1].deletes_after == v2.delete_files[1:]
+    assert v3.changes[1].partition == v2.partition
+    assert (v3.changes[1].path, v3.changes[1].file_format, v3.changes[1].record_count) == (
+        "s3://bucket/wh/db/events/data/other.orc", "ORC", 12)
+    assert dataclasses.replace(v3, changes=(), change_ordinal=0, commit_timestamp_ms=0) == v2
+    assert v2.changes == () and v2.change_ordinal == 0
+
+
+def test_golden_v3_is_what_the_current_version_writes() -> None:
+    # v3 is the newest format: re-serializing the decoded split gives the same bytes
+    assert CURRENT_VERSION == 3
+    data = GOLDEN_V3.read_bytes()
+    assert data[4] == 3
     assert serialize_split(deserialize_split(data)) == data
 
 
@@ -116,6 +132,10 @@ def test_golden_v2_is_what_the_current_version_writes() -> None:
             decimal.Decimal("-0.001"), b"", float("inf"), 2**63 - 1,
         )),
         _split(delete_files=(DeleteFileRef("/d.parquet", 2, "PARQUET", 3, 1, 10, (4,)),)),
+        _split(changes=(ChangeFile(CHANGE_ADDED, "/a.parquet", "PARQUET", 4, 50, 100, 5, 0,
+                                   (None,), 2, (), (DeleteFileRef("/p", 1, "PARQUET", 2, 1,
+                                                                  9),)),),
+               change_ordinal=2**31, commit_timestamp_ms=-1, resume_rows=4),
     ],
 )
 def test_round_trip(split: FileSplit) -> None:
@@ -134,7 +154,7 @@ def test_unserializable_partition_value() -> None:
 def test_future_version_is_refused_with_the_readable_versions() -> None:
     data = serialize_split(_split())
     future = MAGIC + bytes([CURRENT_VERSION + 1]) + data[len(MAGIC) + 1:]
-    with pytest.raises(SplitFormatError, match=r"version 3 .*versions \[1, 2\].*upgrade"):
+    with pytest.raises(SplitFormatError, match=r"version 4 .*versions \[1, 2, 3\].*upgrade"):
         deserialize_split(future)
 
 

@@ -1,0 +1,242 @@
+"""Changelog planning: a snapshot's changes as change splits. Runs on the enumerator.
+
+A changelog read (``changelog=true``) turns every snapshot S of a range or stream (its
+parent P) into change rows: DELETE for rows live in P and not in S, INSERT for rows live
+in S and not in P (the multiset difference of the table at P and at S), with carry-over
+rows (rewritten unchanged, as a copy-on-write delete rewrites a file) cancelled. Which
+data files can hold a change follows from S's own manifests only:
+
+| file | rows read | change |
+|---|---|---|
+| added by S | live in S (S's own position deletes applied) | INSERT |
+| removed by S | live in P (P's delete files applied) | DELETE |
+| in P and S, its delete files changed | live in P, not in S (and the reverse) | DELETE (INSERT) |
+
+Files of the last kind are the data files whose applicable delete files differ between
+P and S (new position deletes, deletion vectors or equality deletes of S; delete files S
+removed). They are found from the delete files of P and S (their delete manifests) and
+S's data manifests; only their data is read. A replace snapshot (compaction) changes no
+row and gives nothing (the policy skips it).
+
+Splits: a commit with only INSERT-side files (an append) or only DELETE-side files (a
+delete) gives one split per byte range of each file, read in parallel and streamed. A
+commit with both (an overwrite, a copy-on-write delete, a merge-on-read update) gives
+one split per group of files that carry-over rows (and, with ``computeUpdates``, UPDATE
+pairs) can connect: per partition when every file has one spec and updates are not
+computed, else one group for the commit. Split order and ids are deterministic:
+removed files, files with changed deletes, added files, each in manifest order.
+
+``_change_ordinal``: the snapshot's index in a bounded range (0 for the first snapshot
+after the start, as Iceberg's changelog view), its sequence number in a stream (stable
+across restarts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from pyiceberg.io import FileIO
+from pyiceberg.manifest import DataFileContent, ManifestContent, ManifestEntry
+from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.table.snapshots import Snapshot
+
+from icefloe.enumerator.deletes import INITIAL_SEQUENCE_NUMBER, DeleteIndex, partition_tuple
+from icefloe.enumerator.discovery import (
+    live_data_files_of,
+    snapshot_changes,
+    snapshot_manifests,
+)
+from icefloe.enumerator.planner import TableSplitPlanner
+from icefloe.splits.split import (
+    CHANGE_ADDED,
+    CHANGE_EXISTING,
+    CHANGE_REMOVED,
+    ChangeFile,
+    DeleteFileRef,
+    FileSplit,
+    make_split_id,
+)
+
+
+def _format(entry: ManifestEntry) -> str:
+    fmt = entry.data_file.file_format
+    return fmt.name if hasattr(fmt, "name") else str(fmt)
+
+
+class ChangelogPlanner:
+    """A :class:`~icefloe.enumerator.planner.SplitPlanner` whose splits are changes.
+
+    Args:
+        planner: the table's planner (filters, split size, delete indexes).
+        metadata: table metadata (the parent snapshots are looked up in it).
+        io: the table's FileIO.
+        compute_updates: one group per commit with both sides (UPDATE pairs may cross
+            partitions).
+        ordinals: snapshot id -> ``_change_ordinal`` (a bounded range); None: the
+            snapshot's sequence number (a stream).
+    """
+
+    def __init__(self, planner: TableSplitPlanner, metadata: TableMetadata, io: FileIO,
+                 compute_updates: bool = False, ordinals: dict[int, int] | None = None
+                 ) -> None:
+        self.planner = planner
+        self.metadata = metadata
+        self.io = io
+        self.compute_updates = compute_updates
+        self.ordinals = ordinals
+
+    def ordinal_of(self, snapshot: Snapshot) -> int:
+        if self.ordinals is not None:
+            return self.ordinals[snapshot.snapshot_id]
+        return snapshot.sequence_number or 0
+
+    def _split(self, snapshot: Snapshot, ordinal: int, files: tuple[ChangeFile, ...],
+               group: bool) -> FileSplit:
+        first = files[0]
+        sid = snapshot.snapshot_id
+        if group:
+            split_id = make_split_id(sid, "changes:" + first.path, 0, len(files))
+            start, length = 0, sum(f.length for f in files)
+        else:
+            split_id = make_split_id(sid, "change:" + first.path, first.start, first.length)
+            start, length = first.start, first.length
+        return FileSplit(
+            split_id=split_id, file_path=first.path, file_format=first.file_format,
+            start=start, length=length, record_count=sum(f.record_count for f in files),
+            file_size=first.file_size, file_record_count=first.record_count,
+            spec_id=first.spec_id, partition=first.partition, snapshot_id=sid,
+            sequence_number=snapshot.sequence_number or INITIAL_SEQUENCE_NUMBER,
+            ordinal=ordinal, changes=files, change_ordinal=self.ordinal_of(snapshot),
+            commit_timestamp_ms=snapshot.timestamp_ms,
+        )
+
+    def plan_snapshot(self, snapshot: Snapshot, start_ordinal: int = 0) -> Iterator[FileSplit]:
+        """Every live row of ``snapshot`` as an INSERT (a stream's initial scan): the
+        planner's splits of the snapshot, same ids and order, as ``CHANGE_ADDED`` ranges."""
+        for split in self.planner.plan_snapshot(snapshot, start_ordinal):
+            change = ChangeFile(CHANGE_ADDED, split.file_path, split.file_format, split.start,
+                                split.length, split.file_size, split.record_count,
+                                split.spec_id, split.partition, split.sequence_number,
+                                deletes_after=split.delete_files)
+            yield FileSplit(
+                split_id=split.split_id, file_path=split.file_path,
+                file_format=split.file_format, start=split.start, length=split.length,
+                record_count=split.record_count, file_size=split.file_size,
+                file_record_count=split.file_record_count, spec_id=split.spec_id,
+                partition=split.partition, snapshot_id=split.snapshot_id,
+                sequence_number=split.sequence_number, ordinal=split.ordinal,
+                changes=(change,), change_ordinal=self.ordinal_of(snapshot),
+                commit_timestamp_ms=snapshot.timestamp_ms)
+
+    def _index(self, snapshot: Snapshot | None) -> DeleteIndex:
+        if snapshot is None:
+            return DeleteIndex(self.planner.unpartitioned)
+        return self.planner.delete_index(snapshot, snapshot_manifests(self.io, snapshot))
+
+    def _ranges(self, kind: int, entry: ManifestEntry, snapshot_id: int,
+                deletes: tuple[DeleteFileRef, ...]) -> list[ChangeFile]:
+        """The byte ranges of ``entry``'s data file (as the planner cuts them)."""
+        df = entry.data_file
+        seq = entry.sequence_number or INITIAL_SEQUENCE_NUMBER
+        before, after = (deletes, ()) if kind == CHANGE_REMOVED else ((), deletes)
+        return [
+            ChangeFile(kind, s.file_path, s.file_format, s.start, s.length, s.file_size,
+                       s.record_count, s.spec_id, s.partition, seq, before, after)
+            for s in self.planner.file_splits(
+                df.file_path, _format(entry), partition_tuple(df.partition), df.record_count,
+                df.file_size_in_bytes, df.split_offsets, df.spec_id, seq, snapshot_id, 0, None)
+        ]
+
+    def plan_added(self, snapshot: Snapshot) -> Iterator[FileSplit]:
+        """The changes ``snapshot`` made, as change splits (see the module docstring)."""
+        sid = snapshot.snapshot_id
+        changes = snapshot_changes(self.io, snapshot)
+        file_ok = self.planner.filters.file_ok
+        same_commit = DeleteIndex(self.planner.unpartitioned)
+        for entry in changes.added_deletes:
+            same_commit.add(entry)
+        added = [
+            entry for entry in changes.added_data
+            if entry.data_file.content == DataFileContent.DATA and file_ok(entry.data_file)
+        ]
+        removed = [e for e in changes.deleted_data if file_ok(e.data_file)]
+        deletes_changed = bool(changes.added_deletes or changes.removed_deletes)
+        before_index = after_index = None
+        if removed or deletes_changed:
+            parent_id = snapshot.parent_snapshot_id
+            parent = self.metadata.snapshot_by_id(parent_id) if parent_id is not None else None
+            before_index = self._index(parent)
+            if deletes_changed:
+                after_index = self._index(snapshot)
+
+        def applied(index: DeleteIndex | None, entry_seq: int, path: str, spec_id: int,
+                    partition: tuple[Any, ...]) -> tuple[DeleteFileRef, ...]:
+            return index.for_data_file(entry_seq, path, spec_id, partition) if index else ()
+
+        removed_files: list[list[ChangeFile]] = []
+        for entry in removed:
+            df = entry.data_file
+            seq = entry.sequence_number or INITIAL_SEQUENCE_NUMBER
+            before = applied(before_index, seq, df.file_path, df.spec_id,
+                             partition_tuple(df.partition))
+            removed_files.append(self._ranges(CHANGE_REMOVED, entry, sid, before))
+        existing: list[ChangeFile] = []
+        if deletes_changed:
+            existing = list(self._existing(snapshot, {e.data_file.file_path for e in added},
+                                           before_index, after_index))
+        added_files = []
+        for entry in added:
+            df = entry.data_file
+            seq = entry.sequence_number or INITIAL_SEQUENCE_NUMBER
+            after = same_commit.for_data_file(seq, df.file_path, df.spec_id,
+                                              partition_tuple(df.partition))
+            added_files.append(self._ranges(CHANGE_ADDED, entry, sid, after))
+
+        ordinal = 0
+        if not (added_files and (removed_files or existing)):  # one side: every range alone
+            for ranges in [*removed_files, *([c] for c in existing), *added_files]:
+                for change in ranges:
+                    yield self._split(snapshot, ordinal, (change,), group=False)
+                    ordinal += 1
+            return
+        whole = [_whole(r) for r in removed_files] + existing + [_whole(r) for r in added_files]
+        groups: dict[Any, list[ChangeFile]] = {}
+        single_spec = len({c.spec_id for c in whole}) == 1
+        for change in whole:
+            key = (change.spec_id, change.partition) \
+                if single_spec and not self.compute_updates else None
+            groups.setdefault(key, []).append(change)
+        for files in groups.values():
+            yield self._split(snapshot, ordinal, tuple(files), group=True)
+            ordinal += 1
+
+    def _existing(self, snapshot: Snapshot, added_paths: set[str],
+                  before_index: DeleteIndex | None, after_index: DeleteIndex | None,
+                  ) -> Iterator[ChangeFile]:
+        """Data files live in the parent and in ``snapshot`` whose applicable delete
+        files differ between the two (read from ``snapshot``'s data manifests)."""
+        if after_index is None or before_index is None:
+            return
+        data = [m for m in snapshot_manifests(self.io, snapshot)
+                if m.content == ManifestContent.DATA]
+        for manifest, files in live_data_files_of(self.io, data, snapshot.snapshot_id):
+            spec_id = manifest.partition_spec_id
+            for path, fmt, partition, records, size, _offsets, seq in files:
+                if path in added_paths:
+                    continue
+                seq = seq or INITIAL_SEQUENCE_NUMBER
+                before = before_index.for_data_file(seq, path, spec_id, partition)
+                after = after_index.for_data_file(seq, path, spec_id, partition)
+                if before != after:
+                    yield ChangeFile(CHANGE_EXISTING, path, fmt, 0, size, size, records,
+                                     spec_id, partition, seq, before, after)
+
+
+def _whole(ranges: list[ChangeFile]) -> ChangeFile:
+    """The byte ranges of one file as one whole-file change (a group reads files whole)."""
+    first = ranges[0]
+    return ChangeFile(first.kind, first.path, first.file_format, 0, first.file_size,
+                      first.file_size, sum(r.record_count for r in ranges), first.spec_id,
+                      first.partition, first.sequence_number, first.deletes_before,
+                      first.deletes_after)
