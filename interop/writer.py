@@ -50,6 +50,8 @@ STREAM_POLICIES = {
 }
 TIMESTAMP_TABLES = ("mor", "compact", "evolve", "refs", "history", "v1")
 STREAM_TABLES = ("appends", "mor", "cow", "v3dv", "compact", "history", "v1")
+CHANGELOG_TABLES = ("appends", "cow", "mor", "v3dv", "compact", "v1")
+"""Tables whose history Spark's changelog view reads (or refuses: merge-on-read deletes)."""
 
 
 class Writer:
@@ -381,12 +383,27 @@ class Writer:
                 lambda: self.spark.table(t).select("v", "id"))
         add("metadata", "file-pos", {"metadataColumns": "_file,_pos"},
             lambda: self.spark.table(t).select(*columns, "_file", "_pos"))
+        if name in CHANGELOG_TABLES:  # Spark's changelog view (copy-on-write only)
+            for label, args in (("all", ""), ("updates", ", compute_updates => true, "
+                                               "identifier_columns => array('id')")):
+                view = f"{name}_changes_{label}"
+                options = {"changelog": "true"}
+                if label == "updates":
+                    options.update(computeUpdates="true", identifierColumns="id")
+                add("changelog", label, options,
+                    lambda view=view, args=args: self._changelog_view(name, view, args))
         if name in ("v3dv", "upgraded"):
             add("metadata", "row-lineage",
                 {"metadataColumns": "_row_id,_last_updated_sequence_number"},
                 lambda: self.spark.table(t).select(*columns, "_row_id",
                                                    "_last_updated_sequence_number"))
         return cases
+
+    def _changelog_view(self, name: str, view: str, args: str) -> Any:
+        """Iceberg's ``create_changelog_view`` over the whole history of ``name``."""
+        self.sql(f"CALL {CATALOG}.system.create_changelog_view(table => '{NS}.{name}', "
+                 f"changelog_view => '{view}'{args})")
+        return self.sql(f"SELECT * FROM {view}")
 
     def run_case(self, case_id: str, table: str, kind: str, options: dict[str, str],
                  read: Callable[[], Any], **extra: Any) -> dict[str, Any]:

@@ -31,13 +31,15 @@ def _zero_based(offsets: pa.Array, *children: pa.Array) -> tuple[pa.Array, list[
     offsets point into) cut to the range they cover.
 
     A sliced list or map array (an ORC stripe's batch, a slice of a bigger batch) has
-    offsets that start past 0; Arrow builds such an array back with a null mask only
-    from zero-based offsets ("Null bitmap with offsets slice not supported").
+    offsets that start past 0, or offsets that are a slice themselves (a slice past leading
+    NULL or empty collections starts at 0 all the same); Arrow builds such an array back
+    with a null mask only from zero-based, unsliced offsets ("Null bitmap with offsets
+    slice not supported").
     """
     if len(offsets) == 0:
         return offsets, list(children)
     start, end = offsets[0].as_py(), offsets[-1].as_py()
-    if start == 0 and all(len(c) == end for c in children):
+    if start == 0 and offsets.offset == 0 and all(len(c) == end for c in children):
         return offsets, list(children)
     rebased = pc.subtract(offsets, pa.scalar(start, offsets.type))
     return rebased, [c.slice(start, end - start) for c in children]

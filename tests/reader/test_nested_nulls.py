@@ -145,3 +145,15 @@ def test_projection_of_a_sliced_batch_keeps_nulls() -> None:
                               projected_missing_fields={})
     assert out.to_pylist() == batch.to_pylist()
     assert out.column("l").null_count == 2 and out.column("m").null_count == 2
+    # a slice past leading NULL / empty collections: its offsets still start at 0, but they
+    # are a slice too (a resumed ORC split, or rows after a changelog's first change)
+    lead = pa.table({
+        "l": pa.array([None, [], [{"x": 3}], None], pa.list_(point)),
+        "m": pa.array([[], None, [("c", {"x": 3})], []], pa.map_(pa.string(), point)),
+    })
+    batch = lead.to_batches()[0].slice(1, 3)
+    assert batch.column("l").offsets[0].as_py() == 0 and batch.column("l").offsets.offset
+    out = to_requested_schema(schema, schema, batch, downcast_ns_timestamp_to_us=True,
+                              projected_missing_fields={})
+    assert out.to_pylist() == batch.to_pylist()
+    assert out.column("l").null_count == 1 and out.column("m").null_count == 1
