@@ -2,7 +2,8 @@
 
 Run as ``python -m tests.reliability.child --root DIR ...`` (the parent kills it with
 SIGKILL or arms ``ICEFLOE_CRASH_POINT``). For every delivered batch it appends one
-JSON line ``{"run", "split", "consumed", "ids"}`` to ``--out`` and fsyncs it, then acks
+JSON line ``{"run", "split", "consumed", "ids"}`` to ``--out`` (a changelog's rows as
+``"id:change type:commit snapshot"``) and fsyncs it, then acks
 the batch (with ``checkpoint_interval_s=0`` the ack writes the checkpoint), then
 appends ``{"run", "ack", "consumed"}``. An ack line therefore proves the batch was
 durably acknowledged; a batch line without one was not (or only just).
@@ -61,6 +62,10 @@ def main(argv: list[str] | None = None) -> int:
                            checkpoint_interval_s=0) as stream:
             for item in stream:
                 ids = item.batch.column("id").to_pylist()
+                if "_change_type" in item.batch.schema.names:  # a changelog: id:type:commit
+                    ids = [f"{i}:{kind}:{commit}" for i, kind, commit in zip(
+                        ids, item.batch.column("_change_type").to_pylist(),
+                        item.batch.column("_commit_snapshot_id").to_pylist(), strict=True)]
                 line = {"run": args.run, "split": item.split_id,
                         "consumed": item.consumed, "ids": ids}
                 os.write(fd, (json.dumps(line) + "\n").encode())
