@@ -21,13 +21,13 @@ from benchmarks.common import ROOT, machine, md_table
 
 RESULTS = ROOT / "RESULTS.md"
 ORDER = ["backfill", "planning", "discovery", "continuous", "checkpoint", "sweep",
-         "spark_backfill", "ray_backfill", "objectstore", "startup"]
+         "spark_backfill", "ray_backfill", "objectstore", "changelog", "startup"]
 TITLES = {
     "backfill": "Backfill throughput", "planning": "Planning at scale",
     "discovery": "Incremental discovery", "continuous": "Continuous latency",
     "checkpoint": "Checkpoint cost", "sweep": "Tuning sweep",
     "spark_backfill": "Spark", "ray_backfill": "Ray", "objectstore": "Object storage",
-    "startup": "Start-up",
+    "changelog": "Changelog", "startup": "Start-up",
 }
 PLACEHOLDER = "_Placeholder: results merged by the lead._"
 

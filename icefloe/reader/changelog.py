@@ -207,20 +207,28 @@ class ChangeReader:
         pairs: tuple[list[int], list[int]] = ([], [])
         if self.context.compute_updates:
             pairs = pair_updates(removed, added, self._keys)
-        paired_d, paired_i = set(pairs[0]), set(pairs[1])
-        parts = [self._label(_take(removed, [i for i in range(removed.num_rows)
-                                             if i not in paired_d]), split, DELETE)]
-        if pairs[0]:
-            before = _take(removed, pairs[0])
-            after = _take(added, pairs[1])
-            both = pa.concat_tables([before, after])
-            n = len(pairs[0])
-            order = [k // 2 + (n if k % 2 else 0) for k in range(2 * n)]
-            labels = pa.array([UPDATE_BEFORE, UPDATE_AFTER] * n, pa.string())
-            parts.append(self._label(_take(both, order), split, labels))
-        parts.append(self._label(_take(added, [i for i in range(added.num_rows)
-                                               if i not in paired_i]), split, INSERT))
+        parts = [self._label(part, split, label)
+                 for part, label in labelled_parts(removed, added, *pairs)]
         return pa.concat_tables(parts)
+
+
+def labelled_parts(removed: pa.Table, added: pa.Table, left: list[int], right: list[int]
+                   ) -> list[tuple[pa.Table, str | pa.Array]]:
+    """The output order of one commit's (or range's) changes, with their labels: the
+    unpaired removed rows (DELETE), each update pair as UPDATE_BEFORE then UPDATE_AFTER
+    (``removed[left[k]]``, ``added[right[k]]``), the unpaired added rows (INSERT)."""
+    paired_d, paired_i = set(left), set(right)
+    parts: list[tuple[pa.Table, str | pa.Array]] = [
+        (_take(removed, [i for i in range(removed.num_rows) if i not in paired_d]), DELETE)]
+    if left:
+        both = pa.concat_tables([_take(removed, left), _take(added, right)])
+        n = len(left)
+        order = [k // 2 + (n if k % 2 else 0) for k in range(2 * n)]
+        parts.append((_take(both, order),
+                      pa.array([UPDATE_BEFORE, UPDATE_AFTER] * n, pa.string())))
+    parts.append((_take(added, [i for i in range(added.num_rows) if i not in paired_i]),
+                  INSERT))
+    return parts
 
 
 def cancel_carry_over(removed: pa.Table, added: pa.Table,
@@ -292,15 +300,5 @@ def net_changes(table: pa.Table, compare: list[str], keys: list[str],
             else label
         return part.set_column(index, part.schema.field(index), values)
 
-    paired_d, paired_i = set(left), set(right)
-    parts = [relabel(_take(removed, [i for i in range(removed.num_rows) if i not in paired_d]),
-                     DELETE)]
-    if left:
-        both = pa.concat_tables([_take(removed, left), _take(added, right)])
-        n = len(left)
-        order = [k // 2 + (n if k % 2 else 0) for k in range(2 * n)]
-        parts.append(relabel(_take(both, order),
-                             pa.array([UPDATE_BEFORE, UPDATE_AFTER] * n, pa.string())))
-    parts.append(relabel(_take(added, [i for i in range(added.num_rows) if i not in paired_i]),
-                         INSERT))
-    return pa.concat_tables(parts)
+    return pa.concat_tables([relabel(part, label)
+                             for part, label in labelled_parts(removed, added, left, right)])

@@ -1,5 +1,5 @@
 """Fixtures of the changelog tests."""
 
-from tests.helpers.ray_local import ray_local
+from tests.helpers.ray_local import engine, ray_local
 
-__all__ = ["ray_local"]
+__all__ = ["engine", "ray_local"]

@@ -14,20 +14,10 @@ from pyiceberg.catalog.sql import SqlCatalog
 from icefloe import IcebergSource, InvalidOptionError
 from icefloe.coordinator import StreamBase
 from tests.helpers.changelog import check_every_snapshot
-from tests.helpers.ray_local import RAY_WARNINGS
 from tests.helpers.tables import add_position_deletes, live_data_files, make_table, rows
 
-ENGINES = ["local", pytest.param("ray", marks=[pytest.mark.ray, *RAY_WARNINGS])]
 OPTIONS = {"changelog": "true", "startingVersion": "earliest", "pollIntervalMs": "50"}
 pytestmark = pytest.mark.timeout(240)
-
-
-@pytest.fixture(params=ENGINES)
-def engine(request: pytest.FixtureRequest) -> str:
-    if request.param == "ray":
-        pytest.importorskip("ray")
-        request.getfixturevalue("ray_local")
-    return str(request.param)
 
 
 def _open(engine: str, catalog: SqlCatalog, checkpoint: str) -> StreamBase:
@@ -106,3 +96,28 @@ def test_ray_bounded_changelog_matches_the_oracle(catalog: SqlCatalog) -> None:
     with pytest.raises(InvalidOptionError, match="local engine only"):
         icefloe.ray.read("db.events", catalog=catalog,
                          options={"changelog": "true", "netChanges": "true"})
+
+
+def test_a_stream_that_starts_with_a_scan_delivers_the_table_as_inserts(
+        catalog: SqlCatalog, tmp_path: Path) -> None:
+    """Without startingVersion a stream scans the head first: its live rows (deletes
+    applied) are INSERTs of the head snapshot, then each later commit's changes follow."""
+    table = make_table(catalog)
+    table.append(rows(6))
+    add_position_deletes(table, {sorted(live_data_files(table))[0]: [1]})
+    table = catalog.load_table("db.events")
+    head = table.current_snapshot().snapshot_id
+    options = {"changelog": "true", "pollIntervalMs": "50"}
+    got: list[dict[str, Any]] = []
+    with IcebergSource("db.events", catalog=catalog, options=options).stream(
+            checkpoint=str(tmp_path / "ckpt")) as stream:
+        items = iter(stream)
+        _until(items, {head}, got)
+        table.delete("id == 4")
+        table = catalog.load_table("db.events")
+        _until(items, {table.current_snapshot().snapshot_id}, got)
+    assert sorted((r["id"], r["_change_type"], r["_commit_snapshot_id"]) for r in got) == sorted(
+        [*[(i, "INSERT", head) for i in (0, 2, 3, 4, 5)],
+         (4, "DELETE", table.current_snapshot().snapshot_id)])
+    assert {r["_change_ordinal"] for r in got if r["_commit_snapshot_id"] == head} == {
+        table.metadata.snapshot_by_id(head).sequence_number}

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from tests.helpers.ray_local import ray_local
+from tests.helpers.ray_local import engine, ray_local
 
-__all__ = ["ray_local"]
+__all__ = ["engine", "ray_local"]

@@ -25,20 +25,10 @@ from icefloe.coordinator import StreamBase
 from icefloe.state import Position, open_store
 from tests.helpers.flaky_io import FAULTS_PROPERTY, faults_left
 from tests.helpers.nessie_fake import FakeNessieServer
-from tests.helpers.ray_local import RAY_WARNINGS
 from tests.helpers.tables import make_table, rollback_to, rows
 
-ENGINES = ["local", pytest.param("ray", marks=[pytest.mark.ray, *RAY_WARNINGS])]
 FAST = {"pollIntervalMs": "50"}
 pytestmark = pytest.mark.timeout(240)
-
-
-@pytest.fixture(params=ENGINES)
-def engine(request: pytest.FixtureRequest) -> str:
-    if request.param == "ray":
-        pytest.importorskip("ray")
-        request.getfixturevalue("ray_local")
-    return str(request.param)
 
 
 def open_stream(engine: str, catalog: str | Catalog, checkpoint: str | None,

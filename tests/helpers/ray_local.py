@@ -28,3 +28,17 @@ def ray_local() -> Iterator[None]:
                  log_to_driver=False, configure_logging=False)
     yield
     ray.shutdown()
+
+
+STREAM_ENGINES = ["local", pytest.param("ray", marks=[pytest.mark.ray, *RAY_WARNINGS])]
+"""The engines a stream suite runs on (the ``engine`` fixture's parameters)."""
+
+
+@pytest.fixture(params=STREAM_ENGINES)
+def engine(request: pytest.FixtureRequest) -> str:
+    """``"local"`` or ``"ray"`` (a local Ray instance started for it); a suite that imports
+    it into its conftest runs each of its tests on both."""
+    if request.param == "ray":
+        pytest.importorskip("ray")
+        request.getfixturevalue("ray_local")
+    return str(request.param)
