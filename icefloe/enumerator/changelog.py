@@ -14,8 +14,9 @@ data files can hold a change follows from S's own manifests only:
 
 Files of the last kind are the data files whose applicable delete files differ between
 P and S (new position deletes, deletion vectors or equality deletes of S; delete files S
-removed). They are found from the delete files of P and S (their delete manifests) and
-S's data manifests; only their data is read. A replace snapshot (compaction) changes no
+removed). They are found from S's manifests alone (P's delete files are S's live ones it
+did not add plus the ones it removed, so P's manifests are never read and an expired P
+does not matter); only their data is read. A replace snapshot (compaction) changes no
 row and gives nothing (the policy skips it).
 
 Splits: a commit with only INSERT-side files (an append) or only DELETE-side files (a
@@ -129,10 +130,21 @@ class ChangelogPlanner:
                 changes=(change,), change_ordinal=self.ordinal_of(snapshot),
                 commit_timestamp_ms=snapshot.timestamp_ms)
 
-    def _index(self, snapshot: Snapshot | None) -> DeleteIndex:
-        if snapshot is None:
-            return DeleteIndex(self.planner.unpartitioned)
-        return self.planner.delete_index(snapshot, snapshot_manifests(self.io, snapshot))
+    def _indexes(self, snapshot: Snapshot, removed_deletes: list[ManifestEntry]
+                 ) -> tuple[DeleteIndex, DeleteIndex]:
+        """The delete files that applied in the parent and that apply in ``snapshot``,
+        from ``snapshot``'s own delete manifests: its live delete files it did not add,
+        plus the ones it removed, were the parent's (so an expired parent is never read)."""
+        before = DeleteIndex(self.planner.unpartitioned)
+        after = DeleteIndex(self.planner.unpartitioned)
+        sid = snapshot.snapshot_id
+        for entry in self.planner.live_deletes(snapshot, snapshot_manifests(self.io, snapshot)):
+            after.add(entry)
+            if entry.snapshot_id != sid:
+                before.add(entry)
+        for entry in removed_deletes:
+            before.add(entry)
+        return before, after
 
     def _ranges(self, kind: int, entry: ManifestEntry, snapshot_id: int,
                 deletes: tuple[DeleteFileRef, ...]) -> list[ChangeFile]:
@@ -164,11 +176,7 @@ class ChangelogPlanner:
         deletes_changed = bool(changes.added_deletes or changes.removed_deletes)
         before_index = after_index = None
         if removed or deletes_changed:
-            parent_id = snapshot.parent_snapshot_id
-            parent = self.metadata.snapshot_by_id(parent_id) if parent_id is not None else None
-            before_index = self._index(parent)
-            if deletes_changed:
-                after_index = self._index(snapshot)
+            before_index, after_index = self._indexes(snapshot, changes.removed_deletes)
 
         def applied(index: DeleteIndex | None, entry_seq: int, path: str, spec_id: int,
                     partition: tuple[Any, ...]) -> tuple[DeleteFileRef, ...]:

@@ -103,13 +103,20 @@ class TableSplitPlanner:
                                  partition, snapshot_id, seq, first_ordinal + i, applied))
         return out
 
-    def delete_index(self, snapshot: Snapshot, manifests: list) -> DeleteIndex:
-        index = DeleteIndex(self.unpartitioned)
+    def live_deletes(self, snapshot: Snapshot, manifests: list) -> Iterator[ManifestEntry]:
+        """The live delete files of ``snapshot`` (whose ``manifests`` these are) that the
+        filter's partition pruning keeps, in manifest order."""
         delete_manifests = [m for m in manifests if m.content == ManifestContent.DELETES]
+
         def keep(entry: ManifestEntry) -> bool:
             return self.filters.partition_ok(entry.data_file.spec_id)(entry.data_file)
 
-        for entry in live_entries(self.io, delete_manifests, snapshot.snapshot_id, keep):
+        return live_entries(self.io, delete_manifests, snapshot.snapshot_id, keep)
+
+    def delete_index(self, snapshot: Snapshot, manifests: list) -> DeleteIndex:
+        """The delete files of ``snapshot`` indexed by the data files they apply to."""
+        index = DeleteIndex(self.unpartitioned)
+        for entry in self.live_deletes(snapshot, manifests):
             index.add(entry)
         return index
 

@@ -18,21 +18,25 @@ labels them (:data:`~icefloe.reader.context.CHANGE_FIELDS`).
 
 For a ``CHANGE_EXISTING`` file with position deletes / deletion vectors only, the changed
 positions come from the delete files before and after; with none the data file is not
-opened, else it is read from the first changed position to the last. With equality
-deletes on either side the file is read twice (rows live before, rows live after).
+opened, else only the Parquet row groups holding them are read (ORC and Avro: from the
+first changed position to the last). With equality deletes on either side the file is
+read twice (rows live before, rows live after).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict, deque
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from icefloe.reader.context import CHANGE_FIELDS
+from icefloe.reader.split_reader import SplitReader, row_group_start
 from icefloe.splits.split import (
     CHANGE_ADDED,
     CHANGE_EXISTING,
@@ -41,9 +45,6 @@ from icefloe.splits.split import (
     DeleteFileRef,
     FileSplit,
 )
-
-if TYPE_CHECKING:
-    from icefloe.reader.split_reader import SplitReader
 
 INSERT, DELETE = "INSERT", "DELETE"
 UPDATE_BEFORE, UPDATE_AFTER = "UPDATE_BEFORE", "UPDATE_AFTER"
@@ -79,8 +80,6 @@ class ChangeReader:
     """
 
     def __init__(self, reader: SplitReader) -> None:
-        from icefloe.reader.split_reader import SplitReader
-
         self.context = reader.context
         self.data = SplitReader(self.context.data_context())
         """The plain reader the rows come from (its batches carry ``_pos``)."""
@@ -172,20 +171,46 @@ class ChangeReader:
         changed = np.union1d(deleted, undeleted)
         if not len(changed):
             return empty, empty
-        last = int(changed[-1])
-        inner = self._data_split(split, change, (), int(changed[0]))
         gone: list[pa.RecordBatch] = []
         new: list[pa.RecordBatch] = []
-        for batch, _ in self.data.read_progress(inner):
-            pos = batch.column("_pos")
-            if deleted.size:
-                gone.append(batch.filter(pc.is_in(pos, value_set=pa.array(deleted))))
-            if undeleted.size:
-                new.append(batch.filter(pc.is_in(pos, value_set=pa.array(undeleted))))
-            if batch.num_rows and pos[-1].as_py() >= last:
-                break
+        for inner, last in self._ranges_holding(split, change, changed):
+            for batch, _ in self.data.read_progress(inner):
+                pos = batch.column("_pos")
+                if deleted.size:
+                    gone.append(batch.filter(pc.is_in(pos, value_set=pa.array(deleted))))
+                if undeleted.size:
+                    new.append(batch.filter(pc.is_in(pos, value_set=pa.array(undeleted))))
+                if batch.num_rows and pos[-1].as_py() >= last:
+                    break
         return (pa.Table.from_batches(gone, schema=schema),
                 pa.Table.from_batches(new, schema=schema))
+
+    def _ranges_holding(self, split: FileSplit, change: ChangeFile, positions: np.ndarray
+                        ) -> list[tuple[FileSplit, int]]:
+        """Reads of ``change``'s file that cover the sorted ``positions``, each with the
+        last position it must reach: one per Parquet row group holding some (its byte
+        range: the other row groups are never fetched or decoded); for ORC and Avro one
+        read from the first position to the last."""
+        first, last = int(positions[0]), int(positions[-1])
+        if change.file_format != "PARQUET":
+            return [(self._data_split(split, change, (), first), last)]
+        stream, _ = self.data.files.open_for_parquet(change.path)
+        try:
+            metadata = pq.ParquetFile(stream).metadata
+        finally:
+            stream.close()
+        out: list[tuple[FileSplit, int]] = []
+        row = 0
+        for i in range(metadata.num_row_groups):
+            group = metadata.row_group(i)
+            lo, hi = np.searchsorted(positions, [row, row + group.num_rows])
+            if hi > lo:
+                inner = dataclasses.replace(
+                    self._data_split(split, change, (), 0),
+                    start=row_group_start(group), length=1)  # holds its first byte only
+                out.append((inner, int(positions[hi - 1])))
+            row += group.num_rows
+        return out
 
     def _group(self, split: FileSplit) -> pa.Table:
         """The group's change rows, labelled, in deterministic order."""

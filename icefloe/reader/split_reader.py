@@ -43,7 +43,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def _row_group_start(rg: Any) -> int:
+def row_group_start(rg: Any) -> int:
+    """The first byte of a Parquet row group (its first column chunk's dictionary or data
+    page): a split whose byte range holds it reads the row group."""
     col = rg.column(0)
     offsets = [col.data_page_offset]
     if col.has_dictionary_page and col.dictionary_page_offset:
@@ -408,7 +410,7 @@ class SplitReader:
             for i in range(md.num_row_groups):
                 rg = md.row_group(i)
                 rows = rg.num_rows
-                if split.is_whole_file or split.start <= _row_group_start(rg) < split.end:
+                if split.is_whole_file or split.start <= row_group_start(rg) < split.end:
                     if skip >= rows and first_position is None:
                         skip -= rows
                     else:

@@ -6,8 +6,10 @@ scan of P minus the rows the delete keys match, built by hand)."""
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.schema import Schema
@@ -203,3 +205,35 @@ def test_compute_updates_needs_arow_key(catalog: SqlCatalog) -> None:
         "changelog": "true", "identifierColumns": "idd"})
     with pytest.raises(InvalidOptionError, match="no column 'idd'"):
         source.to_arrow()
+
+
+def test_a_merge_on_read_delete_reads_only_the_row_groups_holding_it(
+        catalog: SqlCatalog, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows deleted in the first and the last of 10 row groups: two row groups are read
+    (each by its byte range), and the rows are the oracle's."""
+    from icefloe.reader.changelog import ChangeReader
+
+    table = make_table(catalog)
+    with table.transaction() as tx:
+        tx.set_properties({"write.parquet.row-group-limit": "100"})
+    table = catalog.load_table("db.events")
+    table.append(rows(1000))
+    (path,) = live_data_files(table)
+    assert pq.ParquetFile(path.removeprefix("file://")).metadata.num_row_groups == 10
+    add_position_deletes(table, {path: [3, 50, 990]})
+    table = catalog.load_table("db.events")
+    reads: list[list[int]] = []
+    original = ChangeReader._ranges_holding
+
+    def spy(self: ChangeReader, *args: Any) -> Any:
+        out = original(self, *args)
+        reads.append([inner.start for inner, _ in out])
+        return out
+
+    monkeypatch.setattr(ChangeReader, "_ranges_holding", spy)
+    out = IcebergSource("db.events", catalog=catalog, options={
+        "changelog": "true", "startSnapshotId": str(table.snapshots()[0].snapshot_id),
+    }).to_arrow()
+    assert sorted(out["id"].to_pylist()) == [3, 50, 990]
+    check_every_snapshot(table, out, skip={table.snapshots()[0].snapshot_id})
+    assert len(reads) == 1 and len(reads[0]) == 2  # of the file's 10 row groups
