@@ -494,20 +494,6 @@ class SourceOptions:
                 f"checkpoint_properties={checkpoint_keys})")
 
 
-def reject_net_changes(options: SourceOptions, engine: str) -> None:
-    """``netChanges`` collapses a whole range in one process (the local engine's
-    ``to_arrow`` / ``read``); an engine that reads the range in parallel tasks refuses it.
-
-    Raises:
-        InvalidOptionError: naming ``netChanges`` and what to do instead.
-    """
-    if options.net_changes:
-        raise InvalidOptionError(
-            "netChanges", f"is computed by the local engine only (IcebergSource(...)"
-            f".to_arrow()); on {engine}, read the change rows and aggregate them by key, or "
-            "remove it")
-
-
 def raw_keys(raw: Mapping[str, Any] | None) -> set[str]:
     """The keys of ``raw`` whose value is set (not None)."""
     return {k for k, v in (raw or {}).items() if v is not None}

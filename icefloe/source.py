@@ -128,13 +128,10 @@ class IcebergSource:
 
     def _net(self, plan: BoundedPlan, parallelism: int) -> pa.Table:
         """A changelog range collapsed to its net effect (``netChanges``; in memory)."""
-        from icefloe.reader.changelog import net_changes
+        from icefloe.reader.changelog import net_of
 
-        ctx = plan.context
-        table = pa.Table.from_batches(list(self._batches(plan, parallelism)),
-                                      schema=ctx.arrow_schema)
-        return net_changes(table, [f.name for f in ctx.projected_schema.fields],
-                           list(ctx.identifier_columns), ctx.compute_updates)
+        batches = net_of(plan.context, self._batches(plan, parallelism))
+        return pa.Table.from_batches(list(batches), schema=plan.context.arrow_schema)
 
     def stream(self, checkpoint: str | None = None, parallelism: int = 2,
                **kwargs: Any) -> LocalStream:

@@ -30,7 +30,7 @@ from ray.data.block import BlockMetadata
 from ray.data.datasource import Datasource, ReadTask
 
 from icefloe.enumerator.bounded import BoundedPlan, plan_bounded
-from icefloe.options import SourceOptions, reject_net_changes
+from icefloe.options import SourceOptions
 from icefloe.ray.filters import and_filters, to_filter_string
 from icefloe.reader.context import METADATA_FIELDS, ReadContext
 from icefloe.reader.split_reader import SplitReader
@@ -108,7 +108,6 @@ class IcefloeDatasource(Datasource):
         super().__init__()
         self._source = IcebergSource(table, catalog=catalog, options=options)
         self._base_options = self._source.options.for_mode("bounded")
-        reject_net_changes(self._base_options, "Ray")
         self._projection_map: dict[str, str] | None = None
         self._pushed_filter: str | None = None
         self._plan_cache: tuple[BoundedPlan, list[FileSplit]] | None = None
@@ -199,8 +198,8 @@ class IcefloeDatasource(Datasource):
         if not splits:
             return []
         opts = plan.options
-        groups = pack_for(splits, opts.split_size, opts.split_open_file_cost,
-                          max(parallelism, 1))
+        groups = [splits] if opts.net_changes else pack_for(  # net changes: one task
+            splits, opts.split_size, opts.split_open_file_cost, max(parallelism, 1))
         context = plan.context
         output_columns = self._output_columns(context)
         schema = context.arrow_schema

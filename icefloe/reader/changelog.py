@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict, deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from icefloe.reader.context import CHANGE_FIELDS
+from icefloe.reader.context import CHANGE_FIELDS, ReadContext
 from icefloe.reader.split_reader import SplitReader, row_group_start
 from icefloe.splits.split import (
     CHANGE_ADDED,
@@ -327,3 +327,13 @@ def net_changes(table: pa.Table, compare: list[str], keys: list[str],
 
     return pa.concat_tables([relabel(part, label)
                              for part, label in labelled_parts(removed, added, left, right)])
+
+
+def net_of(context: ReadContext, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``batches`` (every change row of a range, in ``context``'s schema) collapsed by
+    :func:`net_changes`, in batches of ``context.batch_size`` rows. Runs where the whole
+    range is read: the local engine's driver, or the one Spark or Ray task of the plan."""
+    table = pa.Table.from_batches(list(batches), schema=context.arrow_schema)
+    net = net_changes(table, [f.name for f in context.projected_schema.fields],
+                      list(context.identifier_columns), context.compute_updates)
+    yield from net.combine_chunks().to_batches(context.batch_size)

@@ -120,6 +120,8 @@ class ReadContext:
         identifier_columns: the key of ``compute_updates`` (``identifierColumns``, else
             the table's identifier fields); empty when there is none.
         compute_updates: pair a commit's DELETE and INSERT of one key into UPDATE rows.
+        net_changes: a bounded changelog collapsed to its net effect (an engine reads such
+            a plan in one task, :meth:`SplitReader.read_many` nets it).
     """
 
     schema_json: str
@@ -138,6 +140,7 @@ class ReadContext:
     changelog: bool = False
     identifier_columns: tuple[str, ...] = ()
     compute_updates: bool = False
+    net_changes: bool = False
 
     @classmethod
     def create(cls, metadata: TableMetadata, io: FileIO, schema: Schema,
@@ -164,6 +167,7 @@ class ReadContext:
             changelog=options.changelog,
             identifier_columns=identifier_columns(schema, options),
             compute_updates=options.compute_updates,
+            net_changes=options.net_changes,
         )
         context.projected_schema  # noqa: B018 - validate the column names now
         context.bound_filter  # noqa: B018
@@ -265,6 +269,7 @@ class ReadContext:
         columns, ``_pos`` always (which rows changed is a question of positions)."""
         extra = () if "_pos" in self.metadata_columns else ("_pos",)
         return dataclasses.replace(self, changelog=False, compute_updates=False,
+                                   net_changes=False,
                                    metadata_columns=self.metadata_columns + extra)
 
     def __getstate__(self) -> dict[str, object]:
@@ -272,9 +277,10 @@ class ReadContext:
         names = ("schema_json", "columns", "filter", "case_sensitive", "batch_size",
                  "metadata_columns", "io_properties", "specs_json", "name_mapping_json",
                  "format_version", "location", "columns_in_table_order", "io_concurrency",
-                 "changelog", "identifier_columns", "compute_updates")
+                 "changelog", "identifier_columns", "compute_updates", "net_changes")
         return {n: self.__dict__[n] for n in names}
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update({"io_concurrency": None, "changelog": False,
-                              "identifier_columns": (), "compute_updates": False, **state})
+                              "identifier_columns": (), "compute_updates": False,
+                              "net_changes": False, **state})

@@ -236,6 +236,15 @@ class SplitReader:
             DataFileError: a data or delete file is missing, unreadable or of an unknown
                 format (icefloe reads Parquet, ORC and Avro).
         """
+        if self.context.net_changes:  # the whole plan, collapsed (one task reads it all)
+            from icefloe.reader.changelog import net_of
+
+            yield from net_of(self.context, self._read_many(splits))
+            return
+        yield from self._read_many(splits)
+
+    def _read_many(self, splits: Iterable[FileSplit]) -> Iterator[pa.RecordBatch]:
+        """:meth:`read_many` without the netting of a ``netChanges`` changelog."""
         run: list[FileSplit] = []
         for split in splits:
             if self.batch_runs and self.can_batch(split):

@@ -20,7 +20,7 @@ from pyspark.sql.types import StructType
 
 from icefloe.enumerator.bounded import BoundedPlan, plan_bounded
 from icefloe.errors import EngineError, InvalidOptionError
-from icefloe.options import ALIASES, OPTION_TABLE, SourceOptions, reject_net_changes
+from icefloe.options import ALIASES, OPTION_TABLE, SourceOptions
 from icefloe.source import IcebergSource
 from icefloe.spark import filters as spark_filters
 from icefloe.spark.types import spark_schema
@@ -159,7 +159,6 @@ class SparkPlan:
     def source_options(self) -> SourceOptions:
         """The bounded-read options, with the pushed filters ANDed into ``filter``."""
         base = SourceOptions.parse(self.options).for_mode("bounded")
-        reject_net_changes(base, "Spark")
         combined = spark_filters.combine(base.filter, self.pushed)
         if combined == base.filter:
             return base
@@ -201,8 +200,11 @@ class SparkPlan:
         """Serialized splits packed into tasks (:func:`spark_tasks`), in plan order."""
         plan = self.bounded()
         options = plan.options
-        tasks = [tuple(serialize_split(split) for split in task)
-                 for task in spark_tasks(plan.splits(), options)]
+        if options.net_changes:  # the net effect of a range is computed in one task
+            tasks = [tuple(serialize_split(split) for split in plan.splits())]
+        else:
+            tasks = [tuple(serialize_split(split) for split in task)
+                     for task in spark_tasks(plan.splits(), options)]
         log.info("planned %d split(s) in %d Spark partition(s) for %s (filter %r)",
                  sum(len(t) for t in tasks), len(tasks), self.table, options.filter)
         return tasks

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
-from icefloe import IcebergSource, InvalidOptionError
+from icefloe import IcebergSource
 from icefloe.coordinator import StreamBase
-from tests.helpers.changelog import check_every_snapshot
+from tests.helpers.changelog import changes_by_commit, check_every_snapshot, rows_at
 from tests.helpers.tables import add_position_deletes, live_data_files, make_table, rows
 
 OPTIONS = {"changelog": "true", "startingVersion": "earliest", "pollIntervalMs": "50"}
@@ -93,9 +93,12 @@ def test_ray_bounded_changelog_matches_the_oracle(catalog: SqlCatalog) -> None:
 
     got = [r for ref in out for r in ray.get(ref).to_pylist()]
     assert check_every_snapshot(table, got) == 3
-    with pytest.raises(InvalidOptionError, match="local engine only"):
-        icefloe.ray.read("db.events", catalog=catalog,
-                         options={"changelog": "true", "netChanges": "true"})
+    first = table.snapshots()[0].snapshot_id
+    net = icefloe.ray.read("db.events", catalog=catalog, options={
+        "changelog": "true", "netChanges": "true", "startSnapshotId": str(first)})
+    got = [{**r, "_commit_snapshot_id": 0} for r in net.take_all()]
+    before, after = rows_at(table, first), rows_at(table, table.current_snapshot().snapshot_id)
+    assert changes_by_commit(got)[0] == (before - after, after - before)
 
 
 def test_a_stream_that_starts_with_a_scan_delivers_the_table_as_inserts(

@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tests.helpers.changelog import check_every_snapshot
+from tests.helpers.changelog import changes_by_commit, check_every_snapshot, rows_at
 from tests.helpers.tables import add_position_deletes, live_data_files, make_table, rows
 
 pytestmark = pytest.mark.spark
@@ -39,10 +39,15 @@ def test_spark_batch_changelog(spark, catalog) -> None:
                                "_commit_timestamp"]
     got = [r.asDict() for r in df.collect()]
     assert check_every_snapshot(table, got) == 4
-    with pytest.raises(Exception, match="local engine only"):
-        (spark.read.format("icefloe").options(**_catalog_opts(catalog))
-         .option("changelog", "true").option("netChanges", "true").load("db.events")
-         .collect())
+    net = (spark.read.format("icefloe").options(**_catalog_opts(catalog))
+           .option("changelog", "true").option("netChanges", "true")
+           .option("startSnapshotId", str(table.snapshots()[0].snapshot_id)).load("db.events"))
+    assert net.rdd.getNumPartitions() == 1  # the net effect is computed in one task
+    first = rows_at(table, table.snapshots()[0].snapshot_id)
+    last = rows_at(table, table.current_snapshot().snapshot_id)
+    removed, added = changes_by_commit(
+        {**r.asDict(), "_commit_snapshot_id": 0} for r in net.collect())[0]
+    assert (removed, added) == (first - last, last - first)
 
 
 def test_spark_changelog_stream_into_a_file_sink(spark, catalog, tmp_path: Path) -> None:
