@@ -155,7 +155,9 @@ _CATALOG_TYPES = {
 
 def catalog_options(catalog: str | Catalog | None) -> dict[str, str]:
     """Options that name ``catalog`` in another process (Spark executors, Ray actors): its
-    name, plus ``catalog.<prop>`` options (its properties and ``catalog.type``) for an object.
+    name, plus ``catalog.<prop>`` options (its properties and ``catalog.type``) for an object,
+    or ``catalog.home`` for the embedded catalog (None or ``local``). Options the user gives
+    are merged over these.
 
     Runs on the driver. The properties may hold credentials: they travel as options, which
     icefloe never logs (Spark redacts option values matching ``spark.redaction.regex``).
@@ -163,8 +165,11 @@ def catalog_options(catalog: str | Catalog | None) -> dict[str, str]:
     Raises:
         EngineError: a catalog object of a type icefloe cannot re-open by properties.
     """
-    if catalog is None:
-        return {}
+    if catalog is None or (catalog == EMBEDDED_NAME and not _configured(catalog)):
+        # the embedded catalog: its home as the driver resolves it ($ICEFLOE_HOME, else
+        # ./icefloe-warehouse), not as a worker would in its own environment and directory
+        named = {} if catalog is None else {"catalog": catalog}
+        return {**named, "catalog.home": str(icefloe_home())}
     if isinstance(catalog, str):
         return {"catalog": catalog}
     props = {f"catalog.{k}": str(v) for k, v in catalog.properties.items()}

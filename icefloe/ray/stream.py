@@ -56,7 +56,8 @@ def catalog_as_options(catalog: str | Catalog | None,
                        options: Mapping[str, Any] | None) -> tuple[str | None, dict[str, Any]]:
     """``(catalog name, options)`` that reopen ``catalog`` in another process.
 
-    A ``Catalog`` object becomes its name plus ``catalog.<prop>`` options
+    A ``Catalog`` object becomes its name plus ``catalog.<prop>`` options, the embedded
+    catalog (None / ``local``) ``catalog.home`` as the driver resolves it
     (:func:`icefloe.catalog.loader.catalog_options`); options given explicitly win. Runs on
     the driver.
 
@@ -64,10 +65,9 @@ def catalog_as_options(catalog: str | Catalog | None,
         EngineError: a catalog object of a type icefloe cannot re-open by properties.
     """
     opts = dict(options or {})
-    if not isinstance(catalog, Catalog):
-        return catalog, opts
     props: dict[str, Any] = dict(catalog_options(catalog))
-    return props.pop("catalog"), {**props, **opts}
+    name = props.pop("catalog", None)
+    return (catalog if not isinstance(catalog, Catalog) else name), {**props, **opts}
 
 
 RayStreamItem = StreamItem

@@ -53,7 +53,7 @@ def stream(table: str, catalog: str | None = None, options: Mapping[str, Any] | 
     try:
         register(spark)
         df = (spark.readStream.format(SOURCE_NAME)
-              .options(**catalog_options(catalog), **opts).load(table))
+              .options(**{**catalog_options(catalog), **opts}).load(table))
         writer = df.writeStream.format(fmt).option("checkpointLocation", checkpoint)
         if path is not None:
             writer = writer.option("path", path)

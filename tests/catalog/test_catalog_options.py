@@ -37,3 +37,26 @@ def test_spark_and_ray_refuse_the_same_unknown_catalog_class(tmp_path: Path) -> 
         catalog_options(catalog)
     with pytest.raises(EngineError, match="HomeMadeCatalog"):
         catalog_as_options(catalog, {})
+
+
+def test_the_embedded_catalog_travels_as_the_drivers_home(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker started elsewhere (a Ray actor of a Ray instance started before
+    ``$ICEFLOE_HOME`` was set, an executor in another directory) opens the driver's
+    embedded catalog, not the one its own environment and directory would name (a CLI
+    Ray stream failed with 'no embedded catalog at <cwd>/icefloe-warehouse' that way)."""
+    from icefloe.catalog.loader import embedded_catalog
+
+    home = tmp_path / "home"
+    embedded_catalog(home).create_namespace("ns")
+    monkeypatch.setenv("ICEFLOE_HOME", str(home))
+    for named in (None, "local"):
+        options = catalog_options(named)
+        assert options["catalog.home"] == str(home)
+        assert options.get("catalog") == named
+    worker = catalog_options(None)
+    monkeypatch.delenv("ICEFLOE_HOME")
+    monkeypatch.chdir(tmp_path)  # a worker's own home would be ./icefloe-warehouse here
+    reopened = open_catalog(None, {"home": worker["catalog.home"]})
+    assert ("ns",) in reopened.list_namespaces()
+    assert not (tmp_path / "icefloe-warehouse").exists()
