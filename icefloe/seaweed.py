@@ -185,13 +185,16 @@ class SeaweedFS:
         return True
 
     def _catalog_ready(self) -> bool:
-        """The table bucket (the REST catalog's warehouse) is created a moment after start."""
+        """The table bucket (the REST catalog's warehouse) is created a moment after start:
+        until then listing namespaces answers 404 ("no entry is found in filer store"), and
+        for a moment after it 500 ("attribute not found: s3tables.metadata", the bucket
+        there but its metadata not yet written). Both mean "not ready yet"."""
         from pyiceberg.catalog import load_catalog
-        from pyiceberg.exceptions import NoSuchNamespaceError
+        from pyiceberg.exceptions import NoSuchNamespaceError, ServerError
 
         try:
             load_catalog("seaweed-probe", **self.rest_properties()).list_namespaces()
-        except (NoSuchNamespaceError, OSError):
+        except (NoSuchNamespaceError, ServerError, OSError):
             return False
         return True
 
