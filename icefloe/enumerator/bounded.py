@@ -106,9 +106,9 @@ def plan_bounded(handle: TableHandle, options: SourceOptions) -> BoundedPlan:
             snapshot = handle.snapshot(options.end_snapshot_id)
         else:
             snapshot = handle.head(options.ref, options.ref_kind)
-            if snapshot is None and options.changelog and options.start_snapshot_id is None:
-                pass  # a changelog of a table without snapshots: empty
-            elif snapshot is None:
+            # a changelog of a table without snapshots is empty; a range needs an end
+            if snapshot is None and not (options.changelog
+                                         and options.start_snapshot_id is None):
                 raise SnapshotNotFoundError(f"{what} has no snapshot to end the range at")
         if options.start_snapshot_id is not None and snapshot is not None:
             start = handle.snapshot(options.start_snapshot_id).snapshot_id
@@ -135,7 +135,7 @@ def plan_bounded(handle: TableHandle, options: SourceOptions) -> BoundedPlan:
         chain = [] if snapshot is None else \
             snapshots_between(handle.metadata, snapshot, start, what=what)
         planner = ChangelogPlanner(
-            table_planner, handle.metadata, handle.io, options.compute_updates,
+            table_planner, handle.io, options.compute_updates,
             ordinals={s.snapshot_id: i for i, s in enumerate(chain)})
     else:
         planner = with_row_lineage(table_planner, handle.io, options.metadata_columns,

@@ -34,15 +34,15 @@ across restarts).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
 from pyiceberg.io import FileIO
-from pyiceberg.manifest import DataFileContent, ManifestContent, ManifestEntry
-from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestFile
 from pyiceberg.table.snapshots import Snapshot
 
-from icefloe.enumerator.deletes import INITIAL_SEQUENCE_NUMBER, DeleteIndex, partition_tuple
+from icefloe.enumerator.deletes import INITIAL_SEQUENCE_NUMBER, DeleteIndex
 from icefloe.enumerator.discovery import (
     live_data_files_of,
     snapshot_changes,
@@ -60,17 +60,11 @@ from icefloe.splits.split import (
 )
 
 
-def _format(entry: ManifestEntry) -> str:
-    fmt = entry.data_file.file_format
-    return fmt.name if hasattr(fmt, "name") else str(fmt)
-
-
 class ChangelogPlanner:
     """A :class:`~icefloe.enumerator.planner.SplitPlanner` whose splits are changes.
 
     Args:
         planner: the table's planner (filters, split size, delete indexes).
-        metadata: table metadata (the parent snapshots are looked up in it).
         io: the table's FileIO.
         compute_updates: one group per commit with both sides (UPDATE pairs may cross
             partitions).
@@ -78,11 +72,9 @@ class ChangelogPlanner:
             snapshot's sequence number (a stream).
     """
 
-    def __init__(self, planner: TableSplitPlanner, metadata: TableMetadata, io: FileIO,
-                 compute_updates: bool = False, ordinals: dict[int, int] | None = None
-                 ) -> None:
+    def __init__(self, planner: TableSplitPlanner, io: FileIO, compute_updates: bool = False,
+                 ordinals: dict[int, int] | None = None) -> None:
         self.planner = planner
-        self.metadata = metadata
         self.io = io
         self.compute_updates = compute_updates
         self.ordinals = ordinals
@@ -116,29 +108,20 @@ class ChangelogPlanner:
         """Every live row of ``snapshot`` as an INSERT (a stream's initial scan): the
         planner's splits of the snapshot, same ids and order, as ``CHANGE_ADDED`` ranges."""
         for split in self.planner.plan_snapshot(snapshot, start_ordinal):
-            change = ChangeFile(CHANGE_ADDED, split.file_path, split.file_format, split.start,
-                                split.length, split.file_size, split.record_count,
-                                split.spec_id, split.partition, split.sequence_number,
-                                deletes_after=split.delete_files)
-            yield FileSplit(
-                split_id=split.split_id, file_path=split.file_path,
-                file_format=split.file_format, start=split.start, length=split.length,
-                record_count=split.record_count, file_size=split.file_size,
-                file_record_count=split.file_record_count, spec_id=split.spec_id,
-                partition=split.partition, snapshot_id=split.snapshot_id,
-                sequence_number=split.sequence_number, ordinal=split.ordinal,
-                changes=(change,), change_ordinal=self.ordinal_of(snapshot),
-                commit_timestamp_ms=snapshot.timestamp_ms)
+            change = _change(CHANGE_ADDED, split, (), split.delete_files)
+            yield dataclasses.replace(split, delete_files=(), changes=(change,),
+                                      change_ordinal=self.ordinal_of(snapshot),
+                                      commit_timestamp_ms=snapshot.timestamp_ms)
 
-    def _indexes(self, snapshot: Snapshot, removed_deletes: list[ManifestEntry]
-                 ) -> tuple[DeleteIndex, DeleteIndex]:
+    def _indexes(self, snapshot: Snapshot, manifests: list[ManifestFile],
+                 removed_deletes: list[ManifestEntry]) -> tuple[DeleteIndex, DeleteIndex]:
         """The delete files that applied in the parent and that apply in ``snapshot``,
         from ``snapshot``'s own delete manifests: its live delete files it did not add,
         plus the ones it removed, were the parent's (so an expired parent is never read)."""
         before = DeleteIndex(self.planner.unpartitioned)
         after = DeleteIndex(self.planner.unpartitioned)
         sid = snapshot.snapshot_id
-        for entry in self.planner.live_deletes(snapshot, snapshot_manifests(self.io, snapshot)):
+        for entry in self.planner.live_deletes(snapshot, manifests):
             after.add(entry)
             if entry.snapshot_id != sid:
                 before.add(entry)
@@ -147,18 +130,14 @@ class ChangelogPlanner:
         return before, after
 
     def _ranges(self, kind: int, entry: ManifestEntry, snapshot_id: int,
-                deletes: tuple[DeleteFileRef, ...]) -> list[ChangeFile]:
-        """The byte ranges of ``entry``'s data file (as the planner cuts them)."""
-        df = entry.data_file
-        seq = entry.sequence_number or INITIAL_SEQUENCE_NUMBER
-        before, after = (deletes, ()) if kind == CHANGE_REMOVED else ((), deletes)
-        return [
-            ChangeFile(kind, s.file_path, s.file_format, s.start, s.length, s.file_size,
-                       s.record_count, s.spec_id, s.partition, seq, before, after)
-            for s in self.planner.file_splits(
-                df.file_path, _format(entry), partition_tuple(df.partition), df.record_count,
-                df.file_size_in_bytes, df.split_offsets, df.spec_id, seq, snapshot_id, 0, None)
-        ]
+                index: DeleteIndex) -> list[ChangeFile]:
+        """The byte ranges of ``entry``'s data file (as the planner cuts them), with the
+        delete files ``index`` applies to it: the parent's for a removed file, the
+        commit's own for an added one."""
+        ranges = self.planner.entry_splits(entry, snapshot_id, 0, index)
+        if kind == CHANGE_REMOVED:
+            return [_change(kind, r, r.delete_files, ()) for r in ranges]
+        return [_change(kind, r, (), r.delete_files) for r in ranges]
 
     def plan_added(self, snapshot: Snapshot) -> Iterator[FileSplit]:
         """The changes ``snapshot`` made, as change splits (see the module docstring)."""
@@ -174,32 +153,16 @@ class ChangelogPlanner:
         ]
         removed = [e for e in changes.deleted_data if file_ok(e.data_file)]
         deletes_changed = bool(changes.added_deletes or changes.removed_deletes)
-        before_index = after_index = None
-        if removed or deletes_changed:
-            before_index, after_index = self._indexes(snapshot, changes.removed_deletes)
-
-        def applied(index: DeleteIndex | None, entry_seq: int, path: str, spec_id: int,
-                    partition: tuple[Any, ...]) -> tuple[DeleteFileRef, ...]:
-            return index.for_data_file(entry_seq, path, spec_id, partition) if index else ()
-
         removed_files: list[list[ChangeFile]] = []
-        for entry in removed:
-            df = entry.data_file
-            seq = entry.sequence_number or INITIAL_SEQUENCE_NUMBER
-            before = applied(before_index, seq, df.file_path, df.spec_id,
-                             partition_tuple(df.partition))
-            removed_files.append(self._ranges(CHANGE_REMOVED, entry, sid, before))
         existing: list[ChangeFile] = []
-        if deletes_changed:
-            existing = list(self._existing(snapshot, {e.data_file.file_path for e in added},
-                                           before_index, after_index))
-        added_files = []
-        for entry in added:
-            df = entry.data_file
-            seq = entry.sequence_number or INITIAL_SEQUENCE_NUMBER
-            after = same_commit.for_data_file(seq, df.file_path, df.spec_id,
-                                              partition_tuple(df.partition))
-            added_files.append(self._ranges(CHANGE_ADDED, entry, sid, after))
+        if removed or deletes_changed:
+            manifests = snapshot_manifests(self.io, snapshot)
+            before, after = self._indexes(snapshot, manifests, changes.removed_deletes)
+            removed_files = [self._ranges(CHANGE_REMOVED, e, sid, before) for e in removed]
+            if deletes_changed:
+                existing = list(self._existing(
+                    snapshot, manifests, {e.data_file.file_path for e in added}, before, after))
+        added_files = [self._ranges(CHANGE_ADDED, e, sid, same_commit) for e in added]
 
         ordinal = 0
         if not (added_files and (removed_files or existing)):  # one side: every range alone
@@ -219,15 +182,12 @@ class ChangelogPlanner:
             yield self._split(snapshot, ordinal, tuple(files), group=True)
             ordinal += 1
 
-    def _existing(self, snapshot: Snapshot, added_paths: set[str],
-                  before_index: DeleteIndex | None, after_index: DeleteIndex | None,
+    def _existing(self, snapshot: Snapshot, manifests: list[ManifestFile],
+                  added_paths: set[str], before_index: DeleteIndex, after_index: DeleteIndex,
                   ) -> Iterator[ChangeFile]:
         """Data files live in the parent and in ``snapshot`` whose applicable delete
-        files differ between the two (read from ``snapshot``'s data manifests)."""
-        if after_index is None or before_index is None:
-            return
-        data = [m for m in snapshot_manifests(self.io, snapshot)
-                if m.content == ManifestContent.DATA]
+        files differ between the two (read from ``snapshot``'s data ``manifests``)."""
+        data = [m for m in manifests if m.content == ManifestContent.DATA]
         for manifest, files in live_data_files_of(self.io, data, snapshot.snapshot_id):
             spec_id = manifest.partition_spec_id
             for path, fmt, partition, records, size, _offsets, seq in files:
@@ -239,6 +199,14 @@ class ChangelogPlanner:
                 if before != after:
                     yield ChangeFile(CHANGE_EXISTING, path, fmt, 0, size, size, records,
                                      spec_id, partition, seq, before, after)
+
+
+def _change(kind: int, split: FileSplit, before: tuple[DeleteFileRef, ...],
+            after: tuple[DeleteFileRef, ...]) -> ChangeFile:
+    """The byte range of a planned (plain) ``split`` as a change of ``kind``."""
+    return ChangeFile(kind, split.file_path, split.file_format, split.start, split.length,
+                      split.file_size, split.record_count, split.spec_id, split.partition,
+                      split.sequence_number, before, after)
 
 
 def _whole(ranges: list[ChangeFile]) -> ChangeFile:

@@ -182,8 +182,8 @@ class ContinuousEnumerator:
             if self.options.changelog:
                 from icefloe.enumerator.changelog import ChangelogPlanner
 
-                self._planner = ChangelogPlanner(planner, self.handle.metadata,
-                                                 self.handle.io, self.options.compute_updates)
+                self._planner = ChangelogPlanner(planner, self.handle.io,
+                                                 self.options.compute_updates)
             else:
                 self._planner = with_row_lineage(
                     planner, self.handle.io, self.options.metadata_columns,

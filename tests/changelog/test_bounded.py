@@ -94,6 +94,23 @@ def test_columns_and_filter_apply_to_change_rows(catalog: SqlCatalog) -> None:
                       for r in full.to_pylist() if r["id"] < 13)
     assert sorted((r["id"], r["_change_type"], r["_commit_snapshot_id"])
                   for r in out.to_pylist()) == expected
+    # and against PyIceberg's filtered, projected reads of each snapshot and its parent
+    table = catalog.load_table("db.events")
+
+    def seen(snapshot_id: int | None) -> Counter[tuple[Any, ...]]:
+        if snapshot_id is None:
+            return Counter()
+        scan = table.scan(snapshot_id=snapshot_id, row_filter="id < 13",
+                          selected_fields=("value", "id"))
+        return Counter((r["value"], r["id"]) for r in scan.to_arrow().to_pylist())
+
+    for snapshot in table.snapshots():
+        before, after = seen(snapshot.parent_snapshot_id), seen(snapshot.snapshot_id)
+        rows_of = [r for r in out.to_pylist() if r["_commit_snapshot_id"] == snapshot.snapshot_id]
+        assert Counter((r["value"], r["id"]) for r in rows_of
+                       if r["_change_type"] == "DELETE") == before - after
+        assert Counter((r["value"], r["id"]) for r in rows_of
+                       if r["_change_type"] == "INSERT") == after - before
 
 
 def test_equality_deletes_delete_the_matching_live_rows_of_older_files(

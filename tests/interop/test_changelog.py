@@ -20,7 +20,15 @@ import pyarrow.compute as pc
 import pytest
 
 from icefloe import IcebergSource
-from tests.interop.conftest import CASES, MANIFEST, assert_rows, canonical, identifier, oracle
+from tests.interop.conftest import (
+    CASES,
+    MANIFEST,
+    assert_rows,
+    canonical,
+    identifier,
+    interop_catalog,
+    oracle,
+)
 from tests.interop.conftest import params as case_params
 
 pytestmark = pytest.mark.interop
@@ -34,8 +42,6 @@ def _snapshot_pairs() -> list[Any]:
     by_id = {c["snapshot_id"]: c for c in CASES if c["kind"] == "snapshot" and "error" not in c}
     heads = {c["table"]: c["columns"] for c in CASES if c["kind"] == "head" and "error" not in c}
     out = []
-    from tests.interop.conftest import interop_catalog
-
     for case in by_id.values():
         metadata = interop_catalog().load_table(identifier(case)).metadata
         snapshot = metadata.snapshot_by_id(case["snapshot_id"])
