@@ -10,7 +10,8 @@ The hierarchy::
     │   └── CatalogAuthError                     the catalog refused the credentials
     ├── SnapshotError                            a snapshot cannot serve the request
     │   ├── SnapshotNotFoundError                no snapshot with that id / before that time
-    │   └── SnapshotPolicyError                  a delete / overwrite snapshot the policy refuses
+    │   ├── SnapshotPolicyError                  a delete / overwrite snapshot the policy refuses
+    │   └── SchemaChangedError                   a stream met a schema change it may not pass
     ├── LineageError                             the followed position left the lineage
     │   ├── LineageBreakError                    position no longer an ancestor of the ref head
     │   ├── ExpiredPositionError                 position's snapshot was expired
@@ -47,6 +48,7 @@ __all__ = [
     "LineageError",
     "OutputError",
     "RefNotFoundError",
+    "SchemaChangedError",
     "SnapshotError",
     "SnapshotNotFoundError",
     "SnapshotPolicyError",
@@ -112,6 +114,25 @@ class SnapshotPolicyError(SnapshotError):
         super().__init__(message)
         self.snapshot_id = snapshot_id
         self.operation = operation
+
+
+class SchemaChangedError(SnapshotError):
+    """A stream met a snapshot committed under another schema (``onSchemaChange``).
+
+    Attributes:
+        snapshot_id: the first snapshot in the new schema (None: the change was found
+            when a stream restarted on its checkpoint).
+        change: a :class:`icefloe.enumerator.schema_track.SchemaChange` (None when the
+            stream's schema is no longer in the table metadata).
+    """
+
+    def __init__(self, snapshot_id: int | None, change: object, message: str) -> None:
+        super().__init__(message)
+        self.snapshot_id = snapshot_id
+        self.change = change
+
+    def __reduce__(self) -> tuple[object, ...]:  # picklable across Ray / Spark workers
+        return (type(self), (self.snapshot_id, self.change, str(self)))
 
 
 class LineageError(IcefloeError):

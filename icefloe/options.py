@@ -39,6 +39,7 @@ MIB = 1024 * KIB
 METADATA_COLUMNS = ("_snapshot_id", "_sequence_number", "_file", "_pos", "_row_id",
                     "_last_updated_sequence_number")
 LINEAGE_STRATEGIES = ("fail", "restartFromStart", "restartFromHead")
+SCHEMA_CHANGE_MODES = ("fail", "evolve", "keep")
 
 # canonical name -> (aliases, modes it belongs to)
 _BOTH: tuple[Mode, ...] = ("bounded", "continuous")
@@ -60,6 +61,9 @@ OPTION_TABLE: dict[str, tuple[tuple[str, ...], tuple[Mode, ...]]] = {
     "skipDeletes": (("streaming-skip-delete-snapshots",), _BOTH),
     "skipOverwrites": (("streaming-skip-overwrite-snapshots",), _BOTH),
     "onLineageBreak": ((), _CONTINUOUS),
+    "onSchemaChange": ((), _CONTINUOUS),
+    "allowColumnRename": (("allowSourceColumnRename",), _CONTINUOUS),
+    "allowColumnDrop": (("allowSourceColumnDrop",), _CONTINUOUS),
     "failOnDataLoss": ((), _CONTINUOUS),
     "followRenames": ((), _CONTINUOUS),
     "maxFilesPerTrigger": (("streaming-max-files-per-micro-batch",), _CONTINUOUS),
@@ -138,6 +142,9 @@ ALIAS_ORIGINS: dict[str, tuple[str, str]] = {
     "parquetBatchSize": ("Delta Flink connector", "rows per batch"),
     "split-size": ("Iceberg Spark and Flink", "target split size, bytes"),
     "file-open-cost": ("Iceberg Spark", "minimum weight of a file when packing, bytes"),
+    "allowSourceColumnRename": ("Delta", "allowColumnRename: go on through a column "
+                                "rename"),
+    "allowSourceColumnDrop": ("Delta", "allowColumnDrop: go on through a column drop"),
     "readChangeFeed": ("Delta", "changelog: every snapshot's changes as rows with "
                        "_change_type (Delta's own columns are _change_type, _commit_version "
                        "and _commit_timestamp)"),
@@ -220,6 +227,11 @@ class SourceOptions:
     ``start-snapshot-id`` / ``end-snapshot-id`` aliases (never by a canonical option)."""
     on_lineage_break: str = "fail"
     fail_on_data_loss: bool = True
+    on_schema_change: str | None = None
+    """``fail``, ``evolve`` or ``keep`` (:mod:`icefloe.enumerator.schema_track`); None: the
+    engine's default (:meth:`schema_mode`)."""
+    allow_column_rename: bool = False
+    allow_column_drop: bool = False
     follow_renames: bool = False
     max_files_per_trigger: int | None = None
     max_bytes_per_trigger: int | None = None
@@ -344,7 +356,7 @@ class SourceOptions:
             elif name in ("ignoreDeletes", "ignoreChanges", "skipChangeCommits",
                           "skipDeletes", "skipOverwrites", "failOnDataLoss", "caseSensitive",
                           "preserveOrder", "followRenames", "changelog", "computeUpdates",
-                          "netChanges"):
+                          "netChanges", "allowColumnRename", "allowColumnDrop"):
                 out[_field_name(name)] = parse_bool(name, value)
             elif name in ("pollIntervalMs", "initialDelayMs", "retryBackoffMs"):
                 out[_field_name(name)] = parse_duration_ms(name, value)
@@ -363,6 +375,12 @@ class SourceOptions:
                         name, f"{value!r} is not one of {', '.join(LINEAGE_STRATEGIES)}"
                     )
                 out["on_lineage_break"] = str(value)
+            elif name == "onSchemaChange":
+                if str(value) not in SCHEMA_CHANGE_MODES:
+                    raise InvalidOptionError(
+                        name, f"{value!r} is not one of {', '.join(SCHEMA_CHANGE_MODES)}"
+                    )
+                out["on_schema_change"] = str(value)
             elif name == "filter":
                 out["filter"] = check_filter(str(value))
             elif name == "ref":
@@ -470,6 +488,22 @@ class SourceOptions:
                     name, f"applies only to {other}, not to a {mode} read; remove it"
                 )
         return resolved
+
+    def schema_mode(self, engine: str) -> str:
+        """``onSchemaChange``, or the engine's default: ``fail`` on Spark (a streaming
+        query's schema is fixed when it starts), ``evolve`` on the local engine and Ray.
+
+        Raises:
+            InvalidOptionError: ``evolve`` on Spark.
+        """
+        if engine == "spark":
+            if self.on_schema_change == "evolve":
+                raise InvalidOptionError(
+                    "onSchemaChange", "evolve is not possible on Spark: a streaming query's "
+                    "schema is fixed when it starts. Use fail (the default: the query stops "
+                    "at the change and a restart reads on in the new schema) or keep")
+            return self.on_schema_change or "fail"
+        return self.on_schema_change or "evolve"
 
     def catalog_props(self) -> dict[str, str]:
         """The ``catalog.<prop>`` options, without the prefix."""

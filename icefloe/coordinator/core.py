@@ -19,11 +19,21 @@ in an actor and answers its reader actors with it. Every method is thread-safe.
 Checkpoints are written: at :meth:`start` when the start was resolved now (a restart
 must not resolve ``latest`` anew), at once after a lineage reset (a restart must not
 resolve ``restartFromHead`` anew), on acks at most every ``checkpoint_interval_s``
-seconds (0: every ack), and at :meth:`stop`.
+seconds (0: every ack), and at :meth:`stop`. Each holds the stream schema at the
+committed position (``onSchemaChange``, :mod:`icefloe.enumerator.schema_track`).
+
+Schema switches (``evolve``): the loop hands a
+:class:`~icefloe.enumerator.continuous.SchemaSwitch` to :meth:`schema_switched` before the
+splits read in the new schema; the read context of every schema is served by
+:meth:`context_for` (reader threads and actors build their reader from it, by the
+split's ``schema_id``) and the change by :meth:`schema_change`. With ``schema_barrier``
+(Ray, whose readers deliver out of split order) the switch waits until every split
+before it is acknowledged, so no batch of the old schema follows the first one of the new.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import threading
@@ -34,7 +44,8 @@ from icefloe.coordinator.assigner import Assignment, SplitAssigner
 from icefloe.coordinator.crash import crash_point
 from icefloe.coordinator.lag import Lag, measure_lag
 from icefloe.coordinator.loop import EnumerationLoop
-from icefloe.enumerator.continuous import ContinuousEnumerator
+from icefloe.enumerator.continuous import ContinuousEnumerator, SchemaSwitch
+from icefloe.enumerator.schema_track import SchemaChange, StreamSchema, follow_columns
 from icefloe.errors import UnknownSplitError
 from icefloe.reader.context import ReadContext
 from icefloe.retry import RetryPolicy
@@ -61,12 +72,14 @@ class Coordinator:
         max_pending: splits that may wait for a reader (backpressure on enumeration).
         max_in_flight_per_reader: unacknowledged splits one reader may hold (None: any).
         checkpoint_interval_s: minimum seconds between checkpoint writes on acks.
+        schema_barrier: a schema switch waits for every earlier split's ack (readers
+            that deliver out of split order: Ray).
     """
 
     def __init__(self, handle: TableHandle, options: SourceOptions, checkpoint: str | None,
                  *, available_now: bool = False, max_pending: int = 4,
                  max_in_flight_per_reader: int | None = None,
-                 checkpoint_interval_s: float = 1.0) -> None:
+                 checkpoint_interval_s: float = 1.0, schema_barrier: bool = False) -> None:
         self.handle = handle
         self.options = options
         self.available_now = available_now
@@ -82,6 +95,11 @@ class Coordinator:
         self._thread: threading.Thread | None = None
         self._stopped = False
         self._last_lag = Lag()
+        self.schema_barrier = schema_barrier
+        self._contexts: dict[int, ReadContext] = {}
+        self._changes: dict[int, SchemaChange] = {}
+        self._base_schema: StreamSchema | None = None
+        self._switches: list[tuple[Position, StreamSchema]] = []  # in position order
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -92,10 +110,18 @@ class Coordinator:
         self.session.last_write = time.monotonic()
         crash_point("during_restore")
         start = self.session.restore(self.enumerator)
+        restored = StreamSchema(*start.schema) if start.schema is not None else None
+        self._base_schema = self.enumerator.start_schema(restored)
+        if restored is not None and restored != self._base_schema:
+            log.info("stream schema %d (checkpoint) -> %d at the restart of %s",
+                     restored.schema_id, self._base_schema.schema_id, handle.identifier)
+            self.session.mark_dirty()
         with self._lock:
             self._tracker = start.tracker()
         self.write_checkpoint()  # a new start is durable at once (restore marked it dirty)
-        context = ReadContext.create(handle.metadata, handle.io, handle.metadata.schema(), opts)
+        context = ReadContext.create(handle.metadata, handle.io, self.enumerator.read_schema(),
+                                     opts)
+        self._contexts[self._base_schema.schema_id] = context
         pinned: int | None = None
         if self.available_now:
             head = self.enumerator.head()
@@ -144,6 +170,58 @@ class Coordinator:
         self.write_checkpoint()
         return True
 
+    # -- schemas --------------------------------------------------------------------------
+
+    def schema_switched(self, switch: SchemaSwitch) -> bool:
+        """The loop met an ``evolve`` switch: make its read context available, remember
+        where it applies (for checkpoints), and with ``schema_barrier`` first wait until
+        every split before it is acknowledged. False if stopped while waiting."""
+        while self.schema_barrier and self.tracker.in_flight():
+            if self.stop_event.wait(0.05):
+                return False
+        schema_id = switch.schema.schema_id
+        metadata = self.handle.metadata
+        new = metadata.schema_by_id(schema_id)
+        base_id = self._base_schema.schema_id if self._base_schema else schema_id
+        old = metadata.schema_by_id(base_id)
+        if new is None or old is None:
+            raise RuntimeError(f"schema {schema_id} or {base_id} is not in the metadata")
+        opts = dataclasses.replace(
+            self.options,
+            columns=follow_columns(self.options.columns, old, new, self.options.case_sensitive),
+            identifier_columns=follow_columns(self.options.identifier_columns, old, new,
+                                              self.options.case_sensitive))
+        context = ReadContext.create(metadata, self.handle.io, new, opts)
+        with self._lock:
+            self._contexts.setdefault(schema_id, context)
+            self._changes[schema_id] = switch.change
+            self._switches.append((switch.position, switch.schema))
+        return True
+
+    def context_for(self, schema_id: int) -> ReadContext:
+        """The read context of ``schema_id`` (a split's ``schema_id``; thread-safe).
+
+        Raises:
+            KeyError: a schema the stream never switched to.
+        """
+        return self._contexts[schema_id]
+
+    def schema_change(self, schema_id: int) -> SchemaChange | None:
+        """The change that led the stream to ``schema_id`` (None: its start schema)."""
+        return self._changes.get(schema_id)
+
+    def schema_at(self, position: Position) -> StreamSchema | None:
+        """The stream schema at ``position`` (the last switch at or before it); drops the
+        switches older than that one. Caller holds the lock."""
+        current = self._base_schema
+        keep_from = 0
+        key = position.sort_key()
+        for i, (where, schema) in enumerate(self._switches):
+            if where.sort_key() <= key:
+                current, keep_from = schema, i
+        del self._switches[:keep_from]
+        return current
+
     # -- readers ------------------------------------------------------------------------
 
     def request_split(self, reader_id: str, timeout_s: float = 0.0) -> Assignment:
@@ -190,8 +268,10 @@ class Coordinator:
         with self._lock:
             if self._tracker is None:
                 return
+            schema = self.schema_at(self._tracker.committed())
             self.session.write(self._tracker, self.enumerator.identity, hashes,
-                               functools.partial(crash_point, "during_checkpoint_write"))
+                               functools.partial(crash_point, "during_checkpoint_write"),
+                               None if schema is None else (schema.schema_id, schema.since))
 
     def committed(self) -> Position:
         """The committed (acknowledged, exclusive) position."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from icefloe.enumerator.schema_track import SchemaChange
 from icefloe.splits.split import FileSplit
 
 
@@ -34,6 +35,12 @@ class StreamItem:
         last: True on the split's final batch.
         reader_id: the reader that read it (a Ray reader actor; ``local`` otherwise).
         index: 1-based number of this item among its split's delivered items.
+        schema_id: the table schema the batch is in (the stream schema of its snapshot;
+            ``onSchemaChange``).
+        schema_change: on the first item of a new schema (``onSchemaChange=evolve``), what
+            changed (:class:`~icefloe.enumerator.schema_track.SchemaChange`: ``added``,
+            ``renamed``, ... and ``snapshot_id``); None on every other item. In a Ray
+            reader actor's sink it is set on that reader's first item of the schema.
     """
 
     batch: pa.RecordBatch
@@ -42,6 +49,8 @@ class StreamItem:
     last: bool
     reader_id: str = ""
     index: int = 0
+    schema_id: int | None = None
+    schema_change: SchemaChange | None = None
     _acker: Callable[[StreamItem, bool], None] | None = field(
         default=None, repr=False, compare=False)
 

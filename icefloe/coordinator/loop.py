@@ -7,8 +7,9 @@ position within the trigger limits (transient faults retried with
 through the coordinator, which writes the reset checkpoint at once, register every
 split with the ack tracker (with its unit's phase and snapshot sequence number) and
 offer it to the :class:`~icefloe.coordinator.assigner.SplitAssigner`, remember the
-Nessie commit hash each snapshot was seen at, then wait ``pollIntervalMs`` when
-nothing was new. Available-now stops at the head pinned when the loop started.
+Nessie commit hash each snapshot was seen at, pass a schema switch to the coordinator
+before the splits read in the new schema, then wait ``pollIntervalMs`` when nothing was
+new. Available-now stops at the head pinned when the loop started.
 
 Runs on a thread of its own; its error ends the loop and reaches the readers
 through the assigner, after the splits enumerated before it.
@@ -21,7 +22,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING
 
-from icefloe.enumerator.continuous import Limits, UnitEnd
+from icefloe.enumerator.continuous import Limits, SchemaSwitch, UnitEnd
 from icefloe.errors import TableNotFoundError
 from icefloe.retry import call_with_retry
 from icefloe.splits.split import FileSplit
@@ -85,6 +86,10 @@ class EnumerationLoop:
                         self.seen_at.setdefault(item.snapshot_id, commit_hash)
                 if isinstance(item, UnitEnd):
                     coord.tracker.unit_done(item.phase, item.snapshot_id, item.sequence_number)
+                    continue
+                if isinstance(item, SchemaSwitch):
+                    if not coord.schema_switched(item):
+                        return
                     continue
                 handed = coord.tracker.register(item, *self._unit_hint(item))
                 if handed is None:  # acknowledged before the restart

@@ -15,9 +15,13 @@ from and where acks go; this class holds everything a consumer sees:
   :class:`~icefloe.errors.StreamClosedError`;
 - :attr:`lag`, :attr:`stats`, :meth:`committed`, :meth:`describe`.
 
-Subclasses supply :meth:`StreamBase._open`, :meth:`StreamBase._batches`,
-:meth:`StreamBase._send_ack`, :meth:`StreamBase._shutdown`, :meth:`committed` and
-:attr:`lag`.
+- schemas: every item carries its ``schema_id``; the first item of a new schema
+  (``onSchemaChange=evolve``) carries the change (``item.schema_change``) and
+  :attr:`StreamBase.schema_id` follows it.
+
+Subclasses supply :meth:`StreamBase._open` (which sets ``_base_schema_id``),
+:meth:`StreamBase._batches`, :meth:`StreamBase._send_ack`, :meth:`StreamBase._shutdown`,
+:meth:`StreamBase._schema_change`, :meth:`committed` and :attr:`lag`.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import pyarrow as pa
 from icefloe.coordinator.crash import crash_point
 from icefloe.coordinator.item import Deliveries, Stats, StreamItem
 from icefloe.coordinator.lag import Lag
+from icefloe.enumerator.schema_track import SchemaChange
 from icefloe.errors import StreamClosedError
 from icefloe.splits.split import FileSplit
 from icefloe.state.position import Position
@@ -55,6 +60,9 @@ class StreamBase:
         self._consumer = threading.Condition()
         self._holding: threading.Thread | None = None  # consumer thread handling an item
         self._items: Iterator[StreamItem] | None = None  # the one iteration (see __next__)
+        self._base_schema_id: int | None = None  # the schema the readers started with
+        self.schema_id: int | None = None
+        """The schema of the last item delivered (before any: the start schema)."""
 
     # -- what an engine supplies -----------------------------------------------------
 
@@ -72,6 +80,10 @@ class StreamBase:
 
     def _shutdown(self) -> None:
         """Stop the engine and write the final checkpoint."""
+        raise NotImplementedError
+
+    def _schema_change(self, schema_id: int) -> SchemaChange | None:
+        """The change that led the stream to ``schema_id``."""
         raise NotImplementedError
 
     def committed(self) -> Position:
@@ -93,6 +105,7 @@ class StreamBase:
             raise StreamClosedError("the stream is closed; open a new one")
         self._started = True
         self._open()
+        self.schema_id = self._base_schema_id
 
     def __enter__(self) -> StreamBase:
         self.start()
@@ -162,8 +175,14 @@ class StreamBase:
                 self.stats.splits += 1 if last else 0
                 index = self._deliveries.delivered(split.split_id)
                 crash_point("after_emit")
-                item = StreamItem(batch, split, consumed, last, reader_id, index,
-                                  self._ack_item)
+                schema_id = split.schema_id if split.schema_id is not None \
+                    else self._base_schema_id
+                change = None
+                if schema_id != self.schema_id and schema_id is not None:
+                    change = self._schema_change(schema_id)
+                    self.schema_id = schema_id
+                item = StreamItem(batch, split, consumed, last, reader_id, index, schema_id,
+                                  change, self._ack_item)
                 with self._consumer:
                     self._holding = me
                 yield item

@@ -11,16 +11,21 @@ the manifests for every chunk in a long-lived process.
 Units after a position, in order: the rest of the unit in progress (``scan(S)``
 or ``changes(S)``), then ``changes(C)`` for every snapshot C after it up to the
 ref head. Each ``changes(C)`` goes through the snapshot-kind policy: replace is
-skipped, delete / overwrite fail unless an option allows them. (About 400 lines: one class
+skipped, delete / overwrite fail unless an option allows them. Then ``onSchemaChange``
+decides at the unit's boundary whether its snapshot's schema is a change and what to do
+(:mod:`icefloe.enumerator.schema_track`): ``evolve`` puts a :class:`SchemaSwitch` before the
+unit's splits, which then carry the new ``schema_id``. (About 450 lines: one class
 whose starting strategies, lineage checks and unit enumeration share the cursor.)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from pyiceberg.schema import Schema
 from pyiceberg.table.snapshots import Snapshot, ancestors_of
 
 from icefloe.catalog.handle import TableHandle
@@ -28,9 +33,11 @@ from icefloe.enumerator.lineage import snapshots_between
 from icefloe.enumerator.planner import SplitPlanner, TableSplitPlanner
 from icefloe.enumerator.policy import Action, decide, operation_of
 from icefloe.enumerator.row_lineage import with_row_lineage
+from icefloe.enumerator.schema_track import SchemaChange, SchemaMode, SchemaPolicy, StreamSchema
 from icefloe.errors import (
     ExpiredPositionError,
     LineageBreakError,
+    SchemaChangedError,
     SnapshotNotFoundError,
     SnapshotPolicyError,
     TableReplacedError,
@@ -99,7 +106,23 @@ class UnitEnd:
         return Position.after(self.snapshot_id, self.sequence_number)
 
 
-Item = FileSplit | UnitEnd
+@dataclass(frozen=True, slots=True)
+class SchemaSwitch:
+    """``onSchemaChange=evolve``: the splits after this marker are read in ``schema`` (the
+    snapshot ``snapshot_id``'s); ``change`` says what changed."""
+
+    snapshot_id: int
+    sequence_number: int
+    schema: StreamSchema
+    change: SchemaChange
+
+    @property
+    def position(self) -> Position:
+        """The position from which the new schema applies (the unit's start)."""
+        return Position("incremental", self.snapshot_id, self.sequence_number, 0)
+
+
+Item = FileSplit | UnitEnd | SchemaSwitch
 
 
 @dataclass(frozen=True)
@@ -140,11 +163,20 @@ class ContinuousEnumerator:
         expected_identity: the table uuid / content id the position belongs to (None:
             take the current one).
         planner: a planner (test double) to use instead of the table's.
+        schema_mode: ``onSchemaChange`` in force (None: the option, else ``evolve``; the
+            Spark reader passes :meth:`SourceOptions.schema_mode` of ``spark``).
+
+    Attributes:
+        schema: the stream schema after the last successful :meth:`enumerate` (set by
+            :meth:`start_schema`, else fresh at the first call).
+        base_schema_id: the schema the stream's readers were started with; splits read in
+            another schema carry its id (``FileSplit.schema_id``).
     """
 
     def __init__(self, handle: TableHandle, options: SourceOptions,
                  expected_identity: str | None = None,
-                 planner: SplitPlanner | None = None) -> None:
+                 planner: SplitPlanner | None = None,
+                 schema_mode: SchemaMode | None = None) -> None:
         self.handle = handle
         self.options = options
         self.identity = expected_identity or handle.identity
@@ -152,6 +184,34 @@ class ContinuousEnumerator:
         self._planner: SplitPlanner | None = planner
         self._planner_key: object = None
         self._cursor: _Cursor | None = None
+        mode = schema_mode or options.schema_mode("local")
+        self.schema_policy = SchemaPolicy(mode, options.allow_column_rename,  # type: ignore[arg-type]
+                                          options.allow_column_drop, handle.identifier)
+        self.schema: StreamSchema | None = None
+        self.base_schema_id: int | None = None
+
+    # -- the stream schema ---------------------------------------------------------
+
+    def start_schema(self, restored: StreamSchema | None = None) -> StreamSchema:
+        """Set the stream schema at a (re)start (:meth:`SchemaPolicy.start`): fresh, the
+        current schema with ``since`` the head; restored, the checkpoint's (``fail``: the
+        current one, if the change since may pass). It is also the readers' base schema.
+
+        Raises:
+            SchemaChangedError: ``fail`` restarted across a rename / drop not allowed.
+        """
+        self.schema = self.schema_policy.start(self.handle.metadata, self.head(), restored)
+        self.base_schema_id = self.schema.schema_id
+        self._cursor = None
+        return self.schema
+
+    def read_schema(self) -> Schema:
+        """The Iceberg schema of the stream schema (the current one before a start)."""
+        metadata = self.handle.metadata
+        if self.schema is None:
+            return metadata.schema()
+        schema = metadata.schema_by_id(self.schema.schema_id)
+        return schema if schema is not None else metadata.schema()
 
     # -- table state ---------------------------------------------------------------
 
@@ -169,13 +229,17 @@ class ContinuousEnumerator:
         """The head snapshot of the configured branch (None: the table has none yet)."""
         return self.handle.head(self.options.ref, self.options.ref_kind)
 
-    def _planner_for_metadata(self) -> SplitPlanner:
+    def _planner_for_metadata(self, schema_id: int | None = None) -> SplitPlanner:
+        """The planner of the current metadata binding the filter in ``schema_id`` (the
+        stream schema of the unit; None: the current schema)."""
         if self._fixed_planner is not None:
             return self._fixed_planner
-        key = self.handle.metadata.metadata_log[-1].metadata_file \
-            if self.handle.metadata.metadata_log else id(self.handle.metadata)
+        metadata = self.handle.metadata
+        key = (metadata.metadata_log[-1].metadata_file if metadata.metadata_log
+               else id(metadata), schema_id)
         if self._planner is None or key != self._planner_key:
-            schema = self.handle.metadata.schema()
+            schema = (metadata.schema_by_id(schema_id) if schema_id is not None
+                      else None) or metadata.schema()
             planner = TableSplitPlanner(
                 self.handle.metadata, self.handle.io, schema, self.options.filter,
                 self.options.case_sensitive, self.options.split_size)
@@ -309,12 +373,13 @@ class ContinuousEnumerator:
 
     # -- enumeration ----------------------------------------------------------------
 
-    def _unit_splits(self, phase: Phase, snapshot: Snapshot, start: int) -> _Cursor:
+    def _unit_splits(self, phase: Phase, snapshot: Snapshot, start: int,
+                     schema_id: int | None) -> _Cursor:
         cursor = self._cursor
         if cursor is not None and cursor.phase == phase and \
                 cursor.snapshot_id == snapshot.snapshot_id and cursor.next_ordinal == start:
             return cursor
-        planner = self._planner_for_metadata()
+        planner = self._planner_for_metadata(schema_id)
         if phase == "scan":
             splits: Iterator[FileSplit] = planner.plan_snapshot(snapshot, start)
         else:
@@ -369,6 +434,10 @@ class ContinuousEnumerator:
         items: list[Item] = []
         files = nbytes = rows = 0
         current = position
+        schema = self.schema
+        if schema is None:
+            schema = self.start_schema()
+        metadata = self.handle.metadata
         for unit_index, (phase, snap, start) in enumerate(units):
             if current == stop_at:
                 break
@@ -386,7 +455,20 @@ class ContinuousEnumerator:
                 items.append(UnitEnd(phase, snap.snapshot_id, _seq(snap)))
                 current = Position.after(snap.snapshot_id, _seq(snap))
                 continue
-            cursor = self._unit_splits(phase, snap, start)
+            if phase == "incremental" and start == 0:
+                try:
+                    schema, change = self.schema_policy.at_unit(metadata, schema, snap)
+                except SchemaChangedError:
+                    if items:  # deliver what precedes the change; the next call raises
+                        break
+                    raise
+                if change is not None:
+                    log.info("schema change at snapshot %d: %s (schema %d -> %d)",
+                             snap.snapshot_id, change.describe(), change.from_schema_id,
+                             change.to_schema_id)
+                    items.append(SchemaSwitch(snap.snapshot_id, _seq(snap), schema, change))
+            tag = schema.schema_id if schema.schema_id != self.base_schema_id else None
+            cursor = self._unit_splits(phase, snap, start, schema.schema_id)
             stopped = False
             while True:
                 split = cursor.peeked if cursor.peeked is not None else next(cursor.splits, None)
@@ -397,7 +479,7 @@ class ContinuousEnumerator:
                     cursor.peeked = split
                     stopped = True
                     break
-                items.append(split)
+                items.append(split if tag is None else dataclasses.replace(split, schema_id=tag))
                 files, nbytes, rows = files + 1, nbytes + split.length, rows + split.record_count
                 cursor.next_ordinal = split.ordinal + 1
                 current = Position(phase, snap.snapshot_id, _seq(snap),
@@ -409,6 +491,7 @@ class ContinuousEnumerator:
             current = Position.after(snap.snapshot_id, _seq(snap))
             if limits.full(files, nbytes, rows):
                 break
+        self.schema = schema
         log.info("enumerated %d splits: after %s, through %s (head %s)",
                  sum(isinstance(i, FileSplit) for i in items), position.describe(),
                  current.describe(), head_id)

@@ -27,8 +27,10 @@ from icefloe.coordinator.core import Coordinator
 from icefloe.coordinator.item import Stats, StreamItem
 from icefloe.coordinator.lag import Lag
 from icefloe.coordinator.stream import RawItem, StreamBase
+from icefloe.enumerator.schema_track import SchemaChange
 from icefloe.local.engine import read_splits
 from icefloe.reader.context import ReadContext
+from icefloe.reader.split_reader import SplitReader
 from icefloe.splits.split import FileSplit
 from icefloe.state.position import Position
 from icefloe.state.store import CheckpointStore
@@ -72,6 +74,7 @@ class LocalStream(StreamBase):
 
     def _open(self) -> None:
         self.context = self.coordinator.start()
+        self._base_schema_id = self.coordinator.enumerator.base_schema_id
 
     def _split_source(self) -> Iterator[FileSplit]:
         """The coordinator's splits for the engine, until enumeration ends or stop."""
@@ -85,13 +88,18 @@ class LocalStream(StreamBase):
 
     def _batches(self) -> Iterator[RawItem]:
         assert self.context is not None
+        contexts = self.coordinator.context_for
         for sb in read_splits(self._split_source(), self.context, self.parallelism,
-                              preserve_order=True, retry=self.coordinator.retry,
-                              stop=self._engine_stop):
+                              preserve_order=True,
+                              reader_factory=lambda c: SplitReader(c, contexts),
+                              retry=self.coordinator.retry, stop=self._engine_stop):
             yield sb.batch, sb.split, sb.consumed, sb.last, READER_ID
 
     def _send_ack(self, split_id: str, consumed: int | None, wait: bool) -> None:
         self.coordinator.ack(split_id, consumed)
+
+    def _schema_change(self, schema_id: int) -> SchemaChange | None:
+        return self.coordinator.schema_change(schema_id)
 
     def _shutdown(self) -> None:
         self._engine_stop.set()

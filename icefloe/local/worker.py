@@ -11,6 +11,7 @@ reading them).
 
 from __future__ import annotations
 
+import itertools
 import logging
 import queue
 import threading
@@ -90,8 +91,22 @@ def read_run(reader: SplitReader, run: list[FileSplit], retry: RetryPolicy,
     (:func:`icefloe.retry.is_transient`) re-reads the split from the last consumed
     record after ``retry``'s backoff (no row twice, none skipped); ``retry.max_attempts``
     consecutive failures without progress raise the last error. Ends early (without
-    raising) when ``stop`` is set during a backoff.
+    raising) when ``stop`` is set during a backoff. Splits of a stream's other schemas
+    (``split.schema_id``) are read by :meth:`SplitReader.for_schema`, a run of consecutive
+    splits of one schema at a time.
     """
+    if any(split.schema_id is not None for split in run):
+        for schema_id, group in itertools.groupby(run, key=lambda s: s.schema_id):
+            if not (yield from _read_run(reader.for_schema(schema_id), list(group), retry,
+                                         stop)):
+                return
+        return
+    yield from _read_run(reader, run, retry, stop)
+
+
+def _read_run(reader: SplitReader, run: list[FileSplit], retry: RetryPolicy,
+              stop: threading.Event) -> Generator[SplitBatch | object, None, bool]:
+    """:func:`read_run` of splits of one schema; False when it ended early."""
     empty = pa.RecordBatch.from_pylist([], schema=reader.context.arrow_schema)
     progress = [_Progress(split) for split in run]
     batchable = [reader.batch_runs and reader.can_batch(split) for split in run]
@@ -104,7 +119,7 @@ def read_run(reader: SplitReader, run: list[FileSplit], retry: RetryPolicy,
         if scanning and j - i >= MIN_RUN:
             stopped = yield from _scan(reader, progress, i, j, empty, stop)
             if stopped is None:
-                return
+                return False
             if stopped == j:
                 i = j
                 continue
@@ -113,9 +128,10 @@ def read_run(reader: SplitReader, run: list[FileSplit], retry: RetryPolicy,
             scanning = stopped > i or progress[stopped].final > 0
             i = stopped
         if not (yield from _read_one(reader, progress[i], retry, stop)):
-            return
+            return False
         yield progress[i].finish(empty)
         i += 1
+    return True
 
 
 def _scan(reader: SplitReader, progress: list[_Progress], i: int, j: int,

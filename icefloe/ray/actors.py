@@ -19,6 +19,7 @@ import ray
 from icefloe.coordinator.core import Coordinator
 from icefloe.coordinator.item import StreamItem
 from icefloe.coordinator.lag import Lag
+from icefloe.enumerator.schema_track import SchemaChange
 from icefloe.local.worker import SplitBatch, read_run
 from icefloe.reader.context import ReadContext
 from icefloe.reader.split_reader import SplitReader
@@ -57,11 +58,21 @@ class EnumeratorActor:
             source.handle, source.options.for_mode("continuous"), checkpoint,
             available_now=available_now, max_pending=max_pending,
             max_in_flight_per_reader=max_in_flight_per_reader,
-            checkpoint_interval_s=checkpoint_interval_s)
+            checkpoint_interval_s=checkpoint_interval_s, schema_barrier=True)
 
-    def start(self) -> ReadContext:
-        """Restore (or resolve the start), start enumerating; returns the read context."""
-        return self.coordinator.start()
+    def start(self) -> tuple[ReadContext, int | None]:
+        """Restore (or resolve the start), start enumerating; returns the read context
+        and its schema id (the stream's start schema)."""
+        context = self.coordinator.start()
+        return context, self.coordinator.enumerator.base_schema_id
+
+    def context_for(self, schema_id: int) -> ReadContext:
+        """The read context of a stream schema a split names (``split.schema_id``)."""
+        return self.coordinator.context_for(schema_id)
+
+    def schema_change(self, schema_id: int) -> SchemaChange | None:
+        """The change that led the stream to ``schema_id`` (None: the start schema)."""
+        return self.coordinator.schema_change(schema_id)
 
     def request_split(self, reader_id: str) -> tuple[str, FileSplit | None]:
         """The next split for ``reader_id``: ``("split", s)``, ``("wait", None)`` (nothing
@@ -107,11 +118,14 @@ class ReaderActor:
     """
 
     def __init__(self, reader_id: str, enumerator: Any, context: ReadContext,
-                 sink: Sink | None = None, outbox_batches: int = 4) -> None:
+                 sink: Sink | None = None, outbox_batches: int = 4,
+                 base_schema_id: int | None = None) -> None:
         self.reader_id = reader_id
         self.enumerator = enumerator
         self.context = context
         self.sink = sink
+        self.base_schema_id = base_schema_id
+        self._schema_id = base_schema_id  # of the last item given to the sink
         self._outbox: queue.Queue[tuple[pa.RecordBatch, FileSplit, int, bool]] = \
             queue.Queue(maxsize=outbox_batches)
         self._stop = threading.Event()
@@ -134,7 +148,13 @@ class ReaderActor:
         if not batch.num_rows:
             self.enumerator.ack.remote(split.split_id, None if last else consumed)
             return True
-        ray_item = StreamItem(batch, split, consumed, last, self.reader_id)
+        schema_id = split.schema_id if split.schema_id is not None else self.base_schema_id
+        change = None
+        if schema_id != self._schema_id and schema_id is not None:
+            change = ray.get(self.enumerator.schema_change.remote(schema_id))
+            self._schema_id = schema_id
+        ray_item = StreamItem(batch, split, consumed, last, self.reader_id,
+                              schema_id=schema_id, schema_change=change)
         write = getattr(self.sink, "write", None)
         write(ray_item) if write is not None else self.sink(ray_item)
         ack = self.enumerator.ack.remote(split.split_id, None if last else consumed)
@@ -145,7 +165,7 @@ class ReaderActor:
         return True
 
     def _loop(self) -> None:
-        reader = SplitReader(self.context)
+        reader = SplitReader(self.context, self._context_for)
         try:
             while not self._stop.is_set():
                 self._busy = True
@@ -167,6 +187,11 @@ class ReaderActor:
             self._error = exc
         finally:
             self._busy = False
+
+    def _context_for(self, schema_id: int) -> ReadContext:
+        """A stream schema's read context, from the enumerator actor (once per schema:
+        :meth:`SplitReader.for_schema` keeps the reader it builds)."""
+        return ray.get(self.enumerator.context_for.remote(schema_id))
 
     def poll(self, max_items: int = 16, timeout_s: float = 0.2
              ) -> tuple[list[tuple[pa.RecordBatch, FileSplit, int, bool]], bool]:

@@ -42,6 +42,7 @@ from icefloe.catalog.loader import catalog_options
 from icefloe.coordinator.item import StreamItem
 from icefloe.coordinator.lag import Lag
 from icefloe.coordinator.stream import RawItem, StreamBase
+from icefloe.enumerator.schema_track import SchemaChange
 from icefloe.errors import InvalidOptionError
 from icefloe.ray.actors import EnumeratorActor, ReaderActor, Sink
 from icefloe.reader.context import ReadContext
@@ -139,15 +140,17 @@ class RayStream(StreamBase):
             self.available_now, self.max_in_flight_per_reader,
             max(4, 2 * self.num_readers * self.max_in_flight_per_reader),
             self.checkpoint_interval_s)
-        context: Any = ray.get(self.enumerator.start.remote())  # type: ignore[attr-defined]
+        context, base = ray.get(self.enumerator.start.remote())  # type: ignore[attr-defined]
         self._context = context
+        self._base_schema_id = base
         for _ in range(self.num_readers):
             self._add_reader()
 
     def _add_reader(self) -> str:
         reader_id = f"reader-{uuid.uuid4().hex[:8]}"
         self.readers[reader_id] = _ReaderRemote.options(num_cpus=self.reader_num_cpus).remote(
-            reader_id, self.enumerator, self._context, self.sink)
+            reader_id, self.enumerator, self._context, self.sink,
+            base_schema_id=self._base_schema_id)
         return reader_id
 
     def _replace(self, reader_id: str) -> str:
@@ -156,6 +159,9 @@ class RayStream(StreamBase):
         ray.get(self.enumerator.reader_failed.remote(reader_id))
         self.replaced.append(reader_id)
         return self._add_reader()
+
+    def _schema_change(self, schema_id: int) -> SchemaChange | None:
+        return ray.get(self.enumerator.schema_change.remote(schema_id))
 
     def _send_ack(self, split_id: str, consumed: int | None, wait: bool) -> None:
         ack = self.enumerator.ack.remote(split_id, consumed)

@@ -28,7 +28,7 @@ from pyiceberg.schema import Schema, prune_columns
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import ListType, MapType
 
-from icefloe.errors import DataFileError
+from icefloe.errors import DataFileError, SplitError
 from icefloe.reader.context import ROW_LINEAGE_FIELD_IDS, ReadContext
 from icefloe.reader.deletes import DeleteLoader, equality_keep_mask
 from icefloe.reader.files import FileOpener
@@ -167,10 +167,16 @@ class SplitReader:
 
     Args:
         context: the plan's shared read context.
+        contexts: a stream's read context of another schema, by id (splits with a
+            ``schema_id``, ``onSchemaChange=evolve``; see :meth:`for_schema`). Called on
+            the reading thread; it must be thread-safe.
     """
 
-    def __init__(self, context: ReadContext) -> None:
+    def __init__(self, context: ReadContext,
+                 contexts: Callable[[int], ReadContext] | None = None) -> None:
         self.context = context
+        self.contexts = contexts
+        self._by_schema: dict[int, SplitReader] = {}
         self.deletes = DeleteLoader(context.io)
         self.files = FileOpener(context.io)
         self.prefetch = Prefetcher(self.files, resolve_concurrency(context.io_concurrency))
@@ -192,6 +198,24 @@ class SplitReader:
         self._lineage = [n for n in context.metadata_columns if n in ROW_LINEAGE_FIELD_IDS]
         self._positions = "_pos" in context.metadata_columns or bool(self._lineage)
         self._changes: ChangeReader | None = None
+
+    def for_schema(self, schema_id: int | None) -> SplitReader:
+        """The reader of splits read in ``schema_id`` (None: this one), built once from
+        ``contexts`` and kept.
+
+        Raises:
+            SplitError: a split of another schema and no ``contexts`` to build it from.
+        """
+        if schema_id is None:
+            return self
+        reader = self._by_schema.get(schema_id)
+        if reader is None:
+            if self.contexts is None:
+                raise SplitError(f"a split read in schema {schema_id} reached a reader "
+                                 "without the stream's schemas (a bug in the engine adapter)")
+            reader = type(self)(self.contexts(schema_id))
+            self._by_schema[schema_id] = reader
+        return reader
 
     batch_runs = True
     """Whether the local engine reads runs of :meth:`can_batch` splits (small whole files)

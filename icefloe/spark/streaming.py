@@ -8,7 +8,10 @@ Who runs what:
 - ``read``: executors, through the same module-level read function as batch reads.
 
 Offsets are the enumerator :class:`~icefloe.state.position.Position` plus the table
-identity, as a small versioned dict of strings and integers in a fixed key order
+identity and the query's schema id (``onSchemaChange``: a query's schema is fixed when
+it starts, so ``fail``, the default, stops before the first snapshot of another schema
+and a restart reads on in the new one, after checking the change since the offset's
+schema against ``allowColumnRename`` / ``allowColumnDrop``), as a small versioned dict of strings and integers in a fixed key order
 (Spark compares offsets as JSON strings): the same table state gives byte-identical
 offsets in any driver process. Spark's checkpoint holds them; icefloe keeps no state
 of its own, so Spark's commit log gives exactly-once with an idempotent sink.
@@ -40,11 +43,13 @@ from icefloe.errors import InvalidOptionError
 
 log = logging.getLogger(__name__)
 
-OFFSET_VERSION = 1
+OFFSET_VERSION = 2
+"""1: position and table identity; 2 adds ``schema``, the query's schema id."""
 
 
-def position_to_offset(position: Any, identity: str) -> dict[str, Any]:
-    """The canonical offset dict of ``position`` (fixed key order, no floats, no nulls)."""
+def position_to_offset(position: Any, identity: str, schema_id: int) -> dict[str, Any]:
+    """The canonical offset dict of ``position`` read in ``schema_id`` (fixed key order,
+    no floats, no nulls)."""
     return {
         "v": OFFSET_VERSION,
         "table": identity,
@@ -52,7 +57,14 @@ def position_to_offset(position: Any, identity: str) -> dict[str, Any]:
         "snapshot": "" if position.snapshot_id is None else str(position.snapshot_id),
         "seq": int(position.sequence_number),
         "ordinal": -1 if position.next_ordinal is None else int(position.next_ordinal),
+        "schema": int(schema_id),
     }
+
+
+def offset_schema_id(offset: dict[str, Any]) -> int | None:
+    """The schema id an offset was read in (None: a version-1 offset)."""
+    value = offset.get("schema")
+    return None if value is None else int(value)
 
 
 def offset_to_position(offset: dict[str, Any]) -> Any:
@@ -60,10 +72,10 @@ def offset_to_position(offset: dict[str, Any]) -> Any:
     from icefloe.state.position import Position
 
     version = offset.get("v")
-    if version != OFFSET_VERSION:
+    if version not in (1, OFFSET_VERSION):
         raise InvalidOptionError(
             "offset", f"offset version {version!r} is not readable by this icefloe (reads "
-            f"{OFFSET_VERSION}); was the query's checkpoint written by a newer icefloe?")
+            f"1 to {OFFSET_VERSION}); was the query's checkpoint written by a newer icefloe?")
     snapshot = offset["snapshot"]
     return Position(
         offset["phase"], int(snapshot) if snapshot else None, int(offset["seq"]),
@@ -90,6 +102,7 @@ class IcefloeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._driver: Any = None
         self._pinned: int | None = None
         self._initial: dict[str, Any] | None = None
+        self._checked_schemas: set[int] = set()
         self.context_bytes = self._state().context_bytes
 
     # -- driver-side state --------------------------------------------------------
@@ -117,8 +130,8 @@ class IcefloeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """
         if self._initial is None:
             driver = self._state()
-            self._initial = position_to_offset(driver.enumerator.initial_position(),
-                                               driver.identity())
+            self._initial = driver.offset(driver.enumerator.initial_position(),
+                                          driver.identity())
         return dict(self._initial)
 
     def _moving_start(self) -> bool:
@@ -153,7 +166,7 @@ class IcefloeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             else:
                 parent = handle.snapshot(parent_id)
                 start = Position.after(parent.snapshot_id, parent.sequence_number or 0)
-        return position_to_offset(start, end["table"])
+        return self._state().offset(start, end["table"])
 
     def getDefaultReadLimit(self) -> ReadLimit:
         """The first of maxFilesPerTrigger / maxBytesPerTrigger / maxRowsPerTrigger set."""
@@ -174,12 +187,15 @@ class IcefloeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
         Raises:
             SnapshotPolicyError / LineageError: per the policy and lineage options.
+            SchemaChangedError: the next snapshot has another schema (``fail``), or the
+                query restarted across a rename / drop not allowed.
         """
         from icefloe.enumerator.continuous import Limits
 
         driver = self._state()
         driver.enumerator.refresh()
         driver.enumerator.identity = start["table"]
+        self._check_restart_schema(start)
         if isinstance(limit, ReadAllAvailable):
             limits = Limits()
         else:
@@ -201,11 +217,26 @@ class IcefloeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             else:
                 limits = dataclasses.replace(limits, max_snapshots=1)
         result = driver.enumerator.enumerate(offset_to_position(start), limits, until)
-        end = position_to_offset(result.to_position, driver.enumerator.identity)
+        end = driver.offset(result.to_position, driver.enumerator.identity)
         driver.last = (start, end, result.splits)
         log.info("latestOffset: %d splits after %s, through %s", len(result.splits),
                  result.from_position.describe(), result.to_position.describe())
         return end
+
+    def _check_restart_schema(self, start: dict[str, Any]) -> None:
+        """An offset of another schema than the query's: the query restarted after a
+        schema change (``fail``), or the table changed while it was down. A rename or drop
+        in between needs its allow option (once per schema id and reader)."""
+        schema_id = offset_schema_id(start)
+        if schema_id is None or schema_id in self._checked_schemas:
+            return
+        enumerator = self._state().enumerator
+        current = enumerator.schema
+        if current is not None and schema_id != current.schema_id:
+            enumerator.schema_policy.check_restart(enumerator.handle.metadata, schema_id)
+            log.info("query restarted in schema %d after offsets of schema %d",
+                     current.schema_id, schema_id)
+        self._checked_schemas.add(schema_id)
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         """Splits of ``(start, end]``, packed by :func:`~icefloe.spark.planning.spark_tasks`
@@ -262,8 +293,8 @@ class IcefloeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         head = driver.enumerator.head()
         if head is None:
             return None
-        return position_to_offset(Position.after(head.snapshot_id, head.sequence_number),
-                                  driver.identity())
+        return driver.offset(Position.after(head.snapshot_id, head.sequence_number),
+                             driver.identity())
 
 
 class _DriverState:
@@ -277,15 +308,21 @@ class _DriverState:
         source = IcebergSource(table, options=options)
         self.options = source.options.for_mode("continuous")
         handle = source.handle
-        self.enumerator = ContinuousEnumerator(handle, self.options)
-        context = ReadContext.create(handle.metadata, handle.io, handle.metadata.schema(),
-                                     self.options)
+        self.enumerator = ContinuousEnumerator(handle, self.options,
+                                               schema_mode=self.options.schema_mode("spark"))
+        self.schema = self.enumerator.start_schema()  # the query's, fixed for its run
+        context = ReadContext.create(handle.metadata, handle.io,
+                                     self.enumerator.read_schema(), self.options)
         self.context_bytes = pickle.dumps(context)
         self.arrow_schema = context.arrow_schema
         self.last: tuple[dict[str, Any], dict[str, Any], tuple[Any, ...]] | None = None
 
     def identity(self) -> str:
         return self.enumerator.handle.identity
+
+    def offset(self, position: Any, identity: str) -> dict[str, Any]:
+        """The offset of ``position`` in the query's schema."""
+        return position_to_offset(position, identity, self.schema.schema_id)
 
 
 def stream_schema(table: str, options: dict[str, str]) -> Any:

@@ -4,7 +4,8 @@ Layout: ``b"IFSP"`` magic, one version byte, then a msgpack array of the fields 
 declaration order. Every version ever written stays readable (golden bytes under
 ``tests/splits/golden``). New fields are appended and get defaults when older bytes are
 read. Versions: 1, the first; 2 appends ``first_row_id`` (Iceberg v3 row lineage); 3
-appends ``changes``, ``change_ordinal`` and ``commit_timestamp_ms`` (changelog reads).
+appends ``changes``, ``change_ordinal`` and ``commit_timestamp_ms`` (changelog reads); 4
+appends ``schema_id`` (a stream's schema after a change).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from icefloe.errors import SplitFormatError
 from icefloe.splits.split import ChangeFile, DeleteFileRef, FileSplit
 
 MAGIC = b"IFSP"
-CURRENT_VERSION = 3
+CURRENT_VERSION = 4
 
 _EXT_DECIMAL = 1
 _EXT_UUID = 2
@@ -87,6 +88,7 @@ def _split_to_list(split: FileSplit) -> list[Any]:
           _deletes_to_list(c.deletes_after)] for c in split.changes],
         split.change_ordinal,
         split.commit_timestamp_ms,
+        split.schema_id,
     ]
 
 
@@ -123,8 +125,16 @@ def _split_from_list_v3(fields: list[Any]) -> FileSplit:
         change_ordinal=change_ordinal, commit_timestamp_ms=commit_timestamp_ms)
 
 
+def _split_from_list_v4(fields: list[Any]) -> FileSplit:
+    *v3, schema_id = fields
+    if schema_id is not None and (isinstance(schema_id, bool) or not isinstance(schema_id, int)):
+        raise TypeError(f"schema_id {schema_id!r} is not an integer")
+    return dataclasses.replace(_split_from_list_v3(v3), schema_id=schema_id)
+
+
 _READERS: dict[int, Callable[[list[Any]], FileSplit]] = {
     1: _split_from_list_v1, 2: _split_from_list_v2, 3: _split_from_list_v3,
+    4: _split_from_list_v4,
 }
 
 

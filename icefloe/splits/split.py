@@ -120,6 +120,9 @@ class FileSplit:
             ``resume_rows`` counts change rows delivered (not source records).
         change_ordinal: ``_change_ordinal`` of a changelog split's rows.
         commit_timestamp_ms: the commit snapshot's timestamp (``_commit_timestamp``).
+        schema_id: the schema a stream reads this split in, when it is not the schema the
+            stream's readers were started with (``onSchemaChange=evolve`` after a change;
+            :mod:`icefloe.enumerator.schema_track`); None: the read context's schema.
     """
 
     split_id: str
@@ -141,6 +144,7 @@ class FileSplit:
     changes: tuple[ChangeFile, ...] = ()
     change_ordinal: int = 0
     commit_timestamp_ms: int = 0
+    schema_id: int | None = None
 
     @property
     def end(self) -> int:
@@ -171,7 +175,8 @@ _NEW = object.__new__
 (_SET_SPLIT_ID, _SET_FILE_PATH, _SET_FILE_FORMAT, _SET_START, _SET_LENGTH, _SET_RECORD_COUNT,
  _SET_FILE_SIZE, _SET_FILE_RECORD_COUNT, _SET_SPEC_ID, _SET_PARTITION, _SET_SNAPSHOT_ID,
  _SET_SEQUENCE_NUMBER, _SET_ORDINAL, _SET_DELETE_FILES, _SET_RESUME_ROWS,
- _SET_FIRST_ROW_ID, _SET_CHANGES, _SET_CHANGE_ORDINAL, _SET_COMMIT_TIMESTAMP_MS) = (
+ _SET_FIRST_ROW_ID, _SET_CHANGES, _SET_CHANGE_ORDINAL, _SET_COMMIT_TIMESTAMP_MS,
+ _SET_SCHEMA_ID) = (
     FileSplit.__dict__[f.name].__set__ for f in dataclasses.fields(FileSplit)
 )
 
@@ -206,6 +211,7 @@ def new_split(split_id: str, file_path: str, file_format: str, start: int, lengt
     _SET_CHANGES(split, ())
     _SET_CHANGE_ORDINAL(split, 0)
     _SET_COMMIT_TIMESTAMP_MS(split, 0)
+    _SET_SCHEMA_ID(split, None)
     return split
 
 

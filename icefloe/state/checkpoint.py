@@ -13,11 +13,14 @@ The CRC32 covers the version byte *and* the payload, so one flipped bit anywhere
 after the magic is reported as corruption, never mistaken for a future version.
 That frame is fixed for all versions; only the payload changes. Version 1's payload
 is a msgpack map with string keys (the field names below); ``position`` is
-:meth:`Position.to_obj`, whose layout is part of checkpoint version 1.
+:meth:`Position.to_obj`, whose layout is part of checkpoint version 1. Version 2 adds
+``schema_id`` and ``schema_since`` (the stream schema at the position, see
+:mod:`icefloe.enumerator.schema_track`); a version-1 checkpoint restores without one.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import json
@@ -42,7 +45,7 @@ from icefloe.state.position import Position
 log = logging.getLogger(__name__)
 
 MAGIC = b"IFCK"
-CURRENT_VERSION = 1
+CURRENT_VERSION = 2
 _CRC = struct.Struct(">I")
 HEADER_SIZE = len(MAGIC) + 1 + _CRC.size
 
@@ -78,6 +81,10 @@ class Checkpoint:
             (empty for non-Nessie catalogs).
         created_ms: wall-clock creation time, epoch milliseconds.
         writer: the software that wrote it (``"icefloe 0.1.0"``).
+        schema_id: the schema the stream read in at ``position`` (None: written before
+            icefloe tracked schemas, or not a stream).
+        schema_since: sequence number up to which snapshots predate that schema (read in
+            it, never a change); set with ``schema_id``.
 
     Sequence fields are normalized to tuples, so lists are accepted.
     """
@@ -92,6 +99,8 @@ class Checkpoint:
     nessie_hashes: tuple[tuple[int, str], ...] = ()
     created_ms: int = field(default_factory=_now_ms)
     writer: str = field(default_factory=default_writer)
+    schema_id: int | None = None
+    schema_since: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.position, Position):
@@ -142,6 +151,8 @@ class Checkpoint:
             "created_ms": self.created_ms,
             "created": dt.datetime.fromtimestamp(self.created_ms / 1000, tz=dt.UTC).isoformat(),
             "writer": self.writer,
+            "schema_id": self.schema_id,
+            "schema_since": self.schema_since,
             "lastAckedSnapshotID": None if last is None else str(last),
             "lastAckedSnapshotSequence": None if last is None else pos.sequence_number,
             "branch": self.ref,
@@ -165,7 +176,7 @@ def plan_fingerprint(filter: str | None, case_sensitive: bool, split_size: int) 
 # -- durable format ------------------------------------------------------------------
 
 
-def _payload_v1(ckpt: Checkpoint) -> dict[str, Any]:
+def _payload_v2(ckpt: Checkpoint) -> dict[str, Any]:
     return {
         "table": ckpt.table,
         "table_identity": ckpt.table_identity,
@@ -177,6 +188,8 @@ def _payload_v1(ckpt: Checkpoint) -> dict[str, Any]:
         "nessie_hashes": [[s, h] for s, h in ckpt.nessie_hashes],
         "created_ms": ckpt.created_ms,
         "writer": ckpt.writer,
+        "schema_id": ckpt.schema_id,
+        "schema_since": ckpt.schema_since,
     }
 
 
@@ -217,8 +230,17 @@ def _read_v1(payload: Any) -> Checkpoint:
     )
 
 
+def _read_v2(payload: Any) -> Checkpoint:
+    obj = _expect(payload, dict, "payload")
+    schema_id, since = obj["schema_id"], obj["schema_since"]
+    if schema_id is not None:
+        _int(schema_id, "schema_id")
+        _int(since, "schema_since")
+    return dataclasses.replace(_read_v1(payload), schema_id=schema_id, schema_since=since)
+
+
 # version -> payload reader; never remove an entry
-_READERS: dict[int, Callable[[Any], Checkpoint]] = {1: _read_v1}
+_READERS: dict[int, Callable[[Any], Checkpoint]] = {1: _read_v1, 2: _read_v2}
 
 
 def _crc(version_and_payload: bytes) -> int:
@@ -227,7 +249,7 @@ def _crc(version_and_payload: bytes) -> int:
 
 def encode(ckpt: Checkpoint) -> bytes:
     """The bytes of ``ckpt`` in the newest format version (see the module docstring)."""
-    body = bytes([CURRENT_VERSION]) + pack_value(_payload_v1(ckpt))
+    body = bytes([CURRENT_VERSION]) + pack_value(_payload_v2(ckpt))
     return MAGIC + body[:1] + _CRC.pack(_crc(body)) + body[1:]
 
 

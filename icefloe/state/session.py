@@ -76,6 +76,8 @@ class Start:
             ``latest`` or a timestamp anew).
         found: True if the store held a checkpoint, restored or not (a table re-created
             since the checkpoint, with ``onLineageBreak`` allowing a fresh start).
+        schema: the restored stream schema ``(schema id, since)`` (None: fresh, or a
+            checkpoint written before icefloe tracked schemas).
     """
 
     position: Position
@@ -83,6 +85,7 @@ class Start:
     offsets: tuple[tuple[str, int], ...] = ()
     restored: bool = False
     found: bool = False
+    schema: tuple[int, int] | None = None
 
     def tracker(self) -> AckTracker:
         """A new :class:`AckTracker` starting here."""
@@ -149,8 +152,10 @@ class CheckpointSession:
                 enumerator.identity = ckpt.table_identity
                 log.info("restored checkpoint at %s (%d acked beyond, %d partial)",
                          ckpt.position.describe(), len(ckpt.acked_beyond), len(ckpt.offsets))
+                schema = None if ckpt.schema_id is None or ckpt.schema_since is None \
+                    else (ckpt.schema_id, ckpt.schema_since)
                 return Start(ckpt.position, ckpt.acked_beyond, ckpt.offsets, restored=True,
-                             found=True)
+                             found=True, schema=schema)
         position = enumerator.initial_position()
         log.info("starting %s at %s", handle.identifier, position.describe())
         if ckpt is None:
@@ -173,13 +178,15 @@ class CheckpointSession:
         return time.monotonic() - self.last_write >= interval_s
 
     def build(self, tracker: AckTracker, identity: str,
-              nessie_hashes: NessieHashes | None = None) -> Checkpoint:
+              nessie_hashes: NessieHashes | None = None,
+              schema: tuple[int, int] | None = None) -> Checkpoint:
         """The checkpoint of ``tracker``'s acknowledged state (one consistent cut).
 
         Args:
             tracker: the read's ack tracker.
             identity: the table incarnation the position belongs to.
             nessie_hashes: the Nessie hashes to keep for the committed position.
+            schema: the stream schema ``(schema id, since)`` at the committed position.
         """
         position, acked_beyond, offsets = tracker.checkpoint_state()
         return Checkpoint(
@@ -193,20 +200,23 @@ class CheckpointSession:
             nessie_hashes=nessie_hashes(position) if nessie_hashes is not None else (),
             created_ms=int(time.time() * 1000),
             writer="icefloe",
+            schema_id=None if schema is None else schema[0],
+            schema_since=None if schema is None else schema[1],
         )
 
     def write(self, tracker: AckTracker, identity: str,
               nessie_hashes: NessieHashes | None = None,
-              before_write: Callable[[], None] | None = None) -> bool:
+              before_write: Callable[[], None] | None = None,
+              schema: tuple[int, int] | None = None) -> bool:
         """Write the checkpoint of ``tracker`` now if the state is dirty; True if written.
 
         A no-op (False) without a store or without changes since the last write. The
         caller holds the lock its acks take. ``before_write`` runs between building the
-        checkpoint and writing it (a test's crash point).
+        checkpoint and writing it (a test's crash point); ``schema`` as in :meth:`build`.
         """
         if self.store is None or not self._dirty:
             return False
-        ckpt = self.build(tracker, identity, nessie_hashes)
+        ckpt = self.build(tracker, identity, nessie_hashes, schema)
         if before_write is not None:
             before_write()
         self.store.write(ckpt)

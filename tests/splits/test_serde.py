@@ -20,6 +20,7 @@ from icefloe.splits.split import CHANGE_ADDED, CHANGE_EXISTING, CHANGE_REMOVED, 
 GOLDEN_V1 = Path(__file__).parent / "golden" / "split_v1.bin"
 GOLDEN_V2 = Path(__file__).parent / "golden" / "split_v2.bin"
 GOLDEN_V3 = Path(__file__).parent / "golden" / "split_v3.bin"
+GOLDEN_V4 = Path(__file__).parent / "golden" / "split_v4.bin"
 DATA = "s3://bucket/wh/db/events/data/day=2024-01-02/00000-0-data.parquet"
 
 
@@ -112,11 +113,19 @@ def test_golden_v3_is_v2_plus_changes() -> None:
     assert v2.changes == () and v2.change_ordinal == 0
 
 
-def test_golden_v3_is_what_the_current_version_writes() -> None:
-    # v3 is the newest format: re-serializing the decoded split gives the same bytes
-    assert CURRENT_VERSION == 3
-    data = GOLDEN_V3.read_bytes()
-    assert data[4] == 3
+def test_golden_v4_is_v3_plus_schema_id() -> None:
+    v3 = deserialize_split(GOLDEN_V3.read_bytes())
+    v4 = deserialize_split(GOLDEN_V4.read_bytes())
+    assert v3.schema_id is None
+    assert v4.schema_id == 3
+    assert dataclasses.replace(v4, schema_id=None) == v3
+
+
+def test_golden_v4_is_what_the_current_version_writes() -> None:
+    # v4 is the newest format: re-serializing the decoded split gives the same bytes
+    assert CURRENT_VERSION == 4
+    data = GOLDEN_V4.read_bytes()
+    assert data[4] == 4
     assert serialize_split(deserialize_split(data)) == data
 
 
@@ -136,6 +145,7 @@ def test_golden_v3_is_what_the_current_version_writes() -> None:
                                    (None,), 2, (), (DeleteFileRef("/p", 1, "PARQUET", 2, 1,
                                                                   9),)),),
                change_ordinal=2**31, commit_timestamp_ms=-1, resume_rows=4),
+        _split(schema_id=7, resume_rows=2),
     ],
 )
 def test_round_trip(split: FileSplit) -> None:
@@ -154,7 +164,7 @@ def test_unserializable_partition_value() -> None:
 def test_future_version_is_refused_with_the_readable_versions() -> None:
     data = serialize_split(_split())
     future = MAGIC + bytes([CURRENT_VERSION + 1]) + data[len(MAGIC) + 1:]
-    with pytest.raises(SplitFormatError, match=r"version 4 .*versions \[1, 2, 3\].*upgrade"):
+    with pytest.raises(SplitFormatError, match=r"version 5 .*versions \[1, 2, 3, 4\].*upgrade"):
         deserialize_split(future)
 
 

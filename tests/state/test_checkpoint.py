@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import logging
 import struct
@@ -21,6 +23,7 @@ from icefloe.state import Checkpoint, Position, decode, encode, plan_fingerprint
 from icefloe.state.checkpoint import CURRENT_VERSION, HEADER_SIZE, MAGIC
 
 GOLDEN_V1 = Path(__file__).parent / "golden" / "checkpoint_v1.bin"
+GOLDEN_V2 = Path(__file__).parent / "golden" / "checkpoint_v2.bin"
 BIG = 8765432101234567890
 FP = plan_fingerprint(None, True, 128 * 1024 * 1024)
 
@@ -56,12 +59,23 @@ def test_golden_v1_reads_back_every_field() -> None:
         assert encode(ckpt) == GOLDEN_V1.read_bytes()
 
 
+def test_golden_v1_has_no_stream_schema_and_v2_adds_it() -> None:
+    v1 = decode(GOLDEN_V1.read_bytes())
+    v2 = decode(GOLDEN_V2.read_bytes())
+    assert (v1.schema_id, v1.schema_since) == (None, None)
+    assert (v2.schema_id, v2.schema_since) == (3, 41)
+    assert dataclasses.replace(v2, schema_id=None, schema_since=None) == v1
+    assert CURRENT_VERSION == 2
+    assert encode(v2) == GOLDEN_V2.read_bytes()
+
+
 def test_round_trip_and_layout() -> None:
     for ckpt in (
         _ckpt(),
         _ckpt(position=Position.beginning(), acked_beyond=(), offsets=(), nessie_hashes=()),
         _ckpt(position=Position.after(2**64 - 1, 2**40)),
         _ckpt(position=Position("scan", 5, 1, 0), table="t", acked_beyond=["5-x"]),
+        _ckpt(schema_id=0, schema_since=0),
     ):
         data = encode(ckpt)
         assert data[:4] == MAGIC
@@ -118,7 +132,7 @@ def test_future_version_is_a_version_error() -> None:
     with pytest.raises(CheckpointVersionError) as info:
         decode(data)
     message = str(info.value)
-    assert "newer icefloe" in message and "[1]" in message and "upgrade" in message
+    assert "newer icefloe" in message and "[1, 2]" in message and "upgrade" in message
 
 
 def test_unknown_old_version_and_bad_payloads_are_corrupt() -> None:
