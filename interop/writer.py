@@ -52,6 +52,19 @@ TIMESTAMP_TABLES = ("mor", "compact", "evolve", "refs", "history", "v1")
 STREAM_TABLES = ("appends", "mor", "cow", "v3dv", "compact", "history", "v1")
 CHANGELOG_TABLES = ("appends", "cow", "mor", "v3dv", "compact", "v1")
 """Tables whose history Spark's changelog view reads (or refuses: merge-on-read deletes)."""
+SCHEMA_CHANGES: dict[str, tuple[str, ...]] = {
+    "add": ("ADD COLUMN extra string",),
+    "rename": ("RENAME COLUMN name TO label",),
+    "rename_nested": ("RENAME COLUMN info.a TO alpha",),
+    "drop": ("DROP COLUMN old",),
+    "readd": ("DROP COLUMN old", "ADD COLUMN old string"),
+    "int_long": ("ALTER COLUMN n TYPE bigint",),
+    "float_double": ("ALTER COLUMN score TYPE double",),
+    "reorder": ("ALTER COLUMN score FIRST",),
+    "spec": ("ADD PARTITION FIELD bucket(4, id)",),
+}
+"""The ``schema_changes`` step: table ``sc_<kind>`` gets these ``ALTER TABLE`` statements
+between its two appends (issue 19: schema changes while a stream runs)."""
 
 
 class Writer:
@@ -62,6 +75,7 @@ class Writer:
         self.spark = spark_session(home)
         self.spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.{NS}")
         self.tables: list[str] = []
+        self.schema_change_tables: dict[str, dict[str, Any]] = {}
         self.notes: dict[str, list[str]] = {}
 
     def t(self, name: str) -> str:
@@ -318,12 +332,58 @@ class Writer:
         self.rows("v1", 30, 40)
         self.sql(f"DELETE FROM {t} WHERE part = 'c'")  # whole partition: a delete
 
+    def schema_changes(self) -> None:
+        """One table ``sc_<kind>`` per kind of schema change (``SCHEMA_CHANGES``): append A
+        (ids 0..9), the change, append B (ids 10..19) written in the new schema. The stream
+        tests (tests/interop/test_schema_changes.py) start on the metadata of A and commit
+        the rest while the stream runs; the oracle step leaves these tables out."""
+        for kind, changes in SCHEMA_CHANGES.items():
+            name = f"sc_{kind}"
+            t = self.create(name, "id bigint, name string, score float, n int, "
+                            "info struct<a: int, b: string>, old string", "'format-version'='2'")
+            self.sql(f"INSERT INTO {t} {self._sc_select(name, 0, 10)}")
+            for change in changes:
+                self.sql(f"ALTER TABLE {t} {change}")
+            self.sql(f"INSERT INTO {t} {self._sc_select(name, 10, 20)}")
+            a, b = self.snapshot_ids(name)
+            self.schema_change_tables[kind] = {"table": name, "changes": list(changes),
+                                               "snapshot_a": a, "snapshot_b": b}
+
+    def _sc_select(self, name: str, lo: int, hi: int) -> str:
+        """``SELECT`` of ids [lo, hi) in the table's current columns, in their order, each
+        cast to its current type (a long ``n`` and a double ``score`` get values the narrow
+        types cannot hold)."""
+        def value(field: Any) -> str:
+            kind = field.dataType.simpleString()
+            if field.name == "id":
+                raw = "id"
+            elif field.name in ("name", "label"):
+                raw = "if(id % 5 = 4, NULL, concat('name', id))"
+            elif field.name == "score":
+                raw = "cast(id AS double) / 3" if kind == "double" else "id / 4.0"
+            elif field.name == "n":
+                raw = "id * 3 + 3000000000" if kind == "bigint" else "id * 3"
+            elif field.name == "info":
+                parts = ", ".join(
+                    f"'{f.name}', " + ("cast(id AS int)" if f.dataType.simpleString() == "int"
+                                       else "concat('b', id)")
+                    for f in field.dataType.fields)
+                raw = f"if(id % 7 = 3, NULL, named_struct({parts}))"
+            else:  # old, extra
+                raw = f"concat('{field.name}', id)"
+            return f"cast({raw} AS {kind}) AS {field.name}"
+
+        fields = self.spark.table(self.t(name)).schema.fields
+        return (f"SELECT {', '.join(value(f) for f in fields)} "
+                f"FROM range({lo}, {hi}, 1, 2)")
+
     # -- the oracle -----------------------------------------------------------------------
 
     def oracle(self) -> list[dict[str, Any]]:
         cases: list[dict[str, Any]] = []
         for name in self.tables:
-            cases += self.table_cases(name)
+            if not name.startswith("sc_"):  # schema_changes: read by their own tests only
+                cases += self.table_cases(name)
         for name in STREAM_TABLES:
             for policy, opts in STREAM_POLICIES.items():
                 cases.append(self.stream_case(name, policy, opts))
@@ -467,7 +527,7 @@ def main() -> int:
     writer = Writer(home)
     only = [s for s in os.environ.get("INTEROP_ONLY", "").split(",") if s]  # debugging aid
     for step in only or ("appends", "mor", "cow", "v3dv", "upgraded", "compact", "evolve", "refs",
-                 "history", "types", "nested_nulls", "parts", "formats", "v1"):
+                 "history", "types", "nested_nulls", "parts", "formats", "v1", "schema_changes"):
         t0 = time.monotonic()
         try:
             getattr(writer, step)()
@@ -483,8 +543,8 @@ def main() -> int:
     add_duckdb_oracle(home, cases)
     print(f"interop: DuckDB oracle in {time.monotonic() - t0:.1f}s", flush=True)
     manifest = {"catalog": CATALOG, "namespace": NS, "tables": writer.tables,
-                "notes": writer.notes, "seconds": round(time.monotonic() - started, 1),
-                "cases": cases}
+                "schema_changes": writer.schema_change_tables, "notes": writer.notes,
+                "seconds": round(time.monotonic() - started, 1), "cases": cases}
     tmp = home / "cases.json.tmp"
     tmp.write_text(json.dumps(manifest, indent=1, default=str))
     tmp.rename(home / "cases.json")

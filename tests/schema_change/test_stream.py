@@ -99,7 +99,7 @@ def check_evolved(out: dict[str, Any], kind: str) -> None:
     schema = snapshot_schema(tbl, b)
     assert rows_of(items) == added_rows(tbl, b, schema)
     assert {i.schema_id for i in items} == {schema.schema_id}
-    assert [i.batch.schema.names for i in items][0] == [f.name for f in schema.fields]
+    assert all(i.batch.schema.names == [f.name for f in schema.fields] for i in items)
     changes = [i.schema_change for i in items if i.schema_change is not None]
     field = KIND_OF[kind]
     if field is None:  # a partition spec change is no schema change
