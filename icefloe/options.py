@@ -227,7 +227,7 @@ class SourceOptions:
     ``start-snapshot-id`` / ``end-snapshot-id`` aliases (never by a canonical option)."""
     on_lineage_break: str = "fail"
     fail_on_data_loss: bool = True
-    on_schema_change: str | None = None
+    on_schema_change: Literal["fail", "evolve", "keep"] | None = None
     """``fail``, ``evolve`` or ``keep`` (:mod:`icefloe.enumerator.schema_track`); None: the
     engine's default (:meth:`schema_mode`)."""
     allow_column_rename: bool = False
@@ -489,7 +489,7 @@ class SourceOptions:
                 )
         return resolved
 
-    def schema_mode(self, engine: str) -> str:
+    def schema_mode(self, engine: str) -> Literal["fail", "evolve", "keep"]:
         """``onSchemaChange``, or the engine's default: ``fail`` on Spark (a streaming
         query's schema is fixed when it starts), ``evolve`` on the local engine and Ray.
 

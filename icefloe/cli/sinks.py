@@ -71,8 +71,12 @@ class ConsoleSink:
         names = batch.schema.names
         rows = [[_cell(r[n]) for n in names] for r in shown]
         widths = [max([len(n)] + [len(r[i]) for r in rows]) for i, n in enumerate(names)]
-        lines = [f"-- snapshot {item.snapshot_id}, split {item.split_id}: "
-                 f"{batch.num_rows:,} rows",
+        change = getattr(item, "schema_change", None)
+        lines = [] if change is None else [
+            f"-- schema {change.from_schema_id} -> {change.to_schema_id} at snapshot "
+            f"{change.snapshot_id}: {change.describe()}"]
+        lines += [f"-- snapshot {item.snapshot_id}, split {item.split_id}: "
+                  f"{batch.num_rows:,} rows",
                  "  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True))]
         lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
         if batch.num_rows > CONSOLE_ROWS:

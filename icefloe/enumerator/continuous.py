@@ -185,7 +185,7 @@ class ContinuousEnumerator:
         self._planner_key: object = None
         self._cursor: _Cursor | None = None
         mode = schema_mode or options.schema_mode("local")
-        self.schema_policy = SchemaPolicy(mode, options.allow_column_rename,  # type: ignore[arg-type]
+        self.schema_policy = SchemaPolicy(mode, options.allow_column_rename,
                                           options.allow_column_drop, handle.identifier)
         self.schema: StreamSchema | None = None
         self.base_schema_id: int | None = None

@@ -11,10 +11,11 @@ Offsets are the enumerator :class:`~icefloe.state.position.Position` plus the ta
 identity and the query's schema id (``onSchemaChange``: a query's schema is fixed when
 it starts, so ``fail``, the default, stops before the first snapshot of another schema
 and a restart reads on in the new one, after checking the change since the offset's
-schema against ``allowColumnRename`` / ``allowColumnDrop``), as a small versioned dict of strings and integers in a fixed key order
-(Spark compares offsets as JSON strings): the same table state gives byte-identical
-offsets in any driver process. Spark's checkpoint holds them; icefloe keeps no state
-of its own, so Spark's commit log gives exactly-once with an idempotent sink.
+schema against ``allowColumnRename`` / ``allowColumnDrop``), as a small versioned dict
+of strings and integers in a fixed key order (Spark compares offsets as JSON strings):
+the same table state gives byte-identical offsets in any driver process. Spark's
+checkpoint holds them; icefloe keeps no state of its own, so Spark's commit log gives
+exactly-once with an idempotent sink.
 ``partitions(start, end)`` re-plans ``(start, end]`` deterministically from immutable
 manifests, so a restarted driver produces the same partitions for the same offsets.
 """
