@@ -60,7 +60,7 @@ from icefloe.enumerator.manifest_decoder import (
     FileStats,
     KeepFile,
     LiveDataFile,
-    live_data_files,
+    iter_live_data_files,
 )
 from icefloe.enumerator.manifest_list_decoder import added_manifests
 from icefloe.errors import DataFileError
@@ -201,10 +201,11 @@ def read_entries(io: FileIO, manifest: ManifestFile, snapshot_id: int) -> list[M
 
 def live_data_files_of(io: FileIO, manifests: list[ManifestFile], snapshot_id: int,
                        keep_for: Callable[[int], KeepFile | None] | None = None,
-                       ) -> Iterator[tuple[ManifestFile, list[LiveDataFile]]]:
-    """Each data manifest with its live data files (:func:`live_data_files`), in order;
-    with ``keep_for`` (a filtered scan: :meth:`FilterEvaluators.stats_ok`), only the files
-    that ``keep_for(manifest's spec id)`` keeps.
+                       ) -> Iterator[tuple[ManifestFile, Iterator[LiveDataFile]]]:
+    """Each data manifest with its live data files (:func:`iter_live_data_files`: decoded
+    as they are iterated), in order; with ``keep_for`` (a filtered scan:
+    :meth:`FilterEvaluators.stats_ok`), only the files that ``keep_for(manifest's spec id)``
+    keeps. Iterate each manifest's files before the next manifest.
 
     No PyIceberg records (and no stats without a filter). The manifests'
     bytes are fetched on the manifest pool (``lookahead`` in flight, so a remote FileIO
@@ -212,7 +213,8 @@ def live_data_files_of(io: FileIO, manifests: list[ManifestFile], snapshot_id: i
     which keeps the pool's threads from contending for the GIL with it.
 
     Raises:
-        DataFileError: a manifest is missing or unreadable (names it and the snapshot).
+        DataFileError: a manifest is missing or unreadable (names it and the snapshot),
+            when it is reached or while its files are iterated.
     """
     def fetch(manifest: ManifestFile) -> bytes | Exception:
         try:
@@ -221,18 +223,24 @@ def live_data_files_of(io: FileIO, manifests: list[ManifestFile], snapshot_id: i
         except Exception as exc:  # raised in order, in the caller's thread
             return exc
 
-    for manifest, content in zip(manifests, ordered_map(fetch, manifests), strict=True):
+    def unreadable(manifest: ManifestFile, exc: Exception) -> DataFileError:
+        return DataFileError(
+            f"cannot read manifest {manifest.manifest_path} of snapshot {snapshot_id}: "
+            f"{type(exc).__name__}: {exc}"
+        )
+
+    def files_of(manifest: ManifestFile, content: bytes, keep: KeepFile | None
+                 ) -> Iterator[LiveDataFile]:
         try:
-            if isinstance(content, Exception):
-                raise content
-            keep = keep_for(manifest.partition_spec_id) if keep_for else None
-            files = live_data_files(content, manifest, keep)
+            yield from iter_live_data_files(content, manifest, keep)
         except Exception as exc:
-            raise DataFileError(
-                f"cannot read manifest {manifest.manifest_path} of snapshot {snapshot_id}: "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
-        yield manifest, files
+            raise unreadable(manifest, exc) from exc
+
+    for manifest, content in zip(manifests, ordered_map(fetch, manifests), strict=True):
+        if isinstance(content, Exception):
+            raise unreadable(manifest, content) from content
+        keep = keep_for(manifest.partition_spec_id) if keep_for else None
+        yield manifest, files_of(manifest, content, keep)
 
 
 def snapshot_manifests(io: FileIO, snapshot: Snapshot) -> list[ManifestFile]:

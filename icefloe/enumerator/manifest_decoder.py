@@ -457,6 +457,20 @@ def live_data_files(content: bytes, manifest: ManifestFile, keep: KeepFile | Non
         ValueError: not an Avro file, an unknown codec or status, or a bad sync marker.
         EOFError: the bytes end inside a block.
     """
+    return list(iter_live_data_files(content, manifest, keep))
+
+
+def iter_live_data_files(content: bytes, manifest: ManifestFile, keep: KeepFile | None = None
+                         ) -> Iterator[LiveDataFile]:
+    """:func:`live_data_files`, decoded one Avro block at a time as it is iterated.
+
+    A planning loop that consumes each file as it comes keeps no manifest's worth of
+    tuples alive: they die young, and the cyclic garbage collector (whose full passes
+    over the heap are triggered by objects that survive) stays out of planning.
+
+    Raises:
+        ValueError, EOFError: as :func:`live_data_files`, while iterating.
+    """
     decoder, header, decompress = open_avro(content)
     decode_block = _plan(header.meta["avro.schema"], keep is not None).decode_block
     new_block = _DECODER
@@ -466,4 +480,6 @@ def live_data_files(content: bytes, manifest: ManifestFile, keep: KeepFile | Non
     append = out.append
     for count, data in avro_blocks(decoder, header.sync, decompress):
         decode_block(new_block(data), count, append, manifest_seq, inherit_all, keep)
-    return out
+        if out:
+            yield from out
+            out.clear()

@@ -174,7 +174,7 @@ def test_filters_prune(tables: dict[str, Table]) -> None:
     assert count("by_day", "id > 10000") == 0
     snapshot = tables["by_day"].current_snapshot()
     assert snapshot is not None
-    planned = list(_planner(tables["by_day"], "id < 60").plan_snapshot(snapshot))
+    planned = list(_planner(tables["by_day"], "id < 1000").plan_snapshot(snapshot))
     assert any(s.delete_files for s in planned)
     snapshot = tables["eq"].current_snapshot()
     assert snapshot is not None

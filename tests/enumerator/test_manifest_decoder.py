@@ -302,6 +302,18 @@ def test_missing_manifest_names_it_and_the_snapshot(tmp_path: Path) -> None:
         list(live_data_files_of(PyArrowFileIO(), [manifest], 123))
 
 
+def test_truncated_manifest_names_it_and_the_snapshot(tmp_path: Path) -> None:
+    """Files are decoded as they are iterated: a manifest that ends inside a block fails
+    then, named."""
+    manifest = _write(tmp_path / "m.avro", 2, "null", _entries(2, DataFileContent.DATA), 5)
+    content = (tmp_path / "m.avro").read_bytes()
+    (tmp_path / "m.avro").write_bytes(content[: len(content) - 40])
+    ((got, files),) = list(live_data_files_of(PyArrowFileIO(), [manifest], 123))
+    assert got is manifest
+    with pytest.raises(DataFileError, match=r"m\.avro of snapshot 123: (EOFError|ValueError)"):
+        list(files)
+
+
 # --------------------------------------------------------------------------- planner
 
 
