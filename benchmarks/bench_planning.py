@@ -74,6 +74,7 @@ def _child(contender: str, n_files: int) -> None:
     peak_before = peak_rss_mb()  # imports and metadata load
     reset_peak_rss()
     base = rss_mb()
+    cpu = time.process_time()
     start = time.perf_counter()
     if planner_name == "icefloe":
         planner = TableSplitPlanner(table.metadata, table.io, table.schema(), row_filter, True,
@@ -83,8 +84,9 @@ def _child(contender: str, n_files: int) -> None:
         scan = table.scan(row_filter=row_filter) if row_filter else table.scan()
         count = len(scan.plan_files())
     seconds = time.perf_counter() - start
+    cpu = time.process_time() - cpu
     peak = peak_rss_mb()
-    child_report(contender=contender, seconds=seconds, count=count, base_mb=base,
+    child_report(contender=contender, seconds=seconds, cpu_s=cpu, count=count, base_mb=base,
                  peak_mb=peak, over_mb=peak - max(base, 0.0), peak_before_mb=peak_before)
 
 
