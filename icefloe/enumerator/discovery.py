@@ -136,7 +136,7 @@ class FilterEvaluators:
         if metrics is None:
             return None
         projected = self._projection(spec_id)
-        if projected is None:
+        if projected is None or isinstance(projected, AlwaysTrue):  # nothing to prune on
             return metrics  # type: ignore[return-value]  # FileStats has DataFile's fields
         spec = self.metadata.specs()[spec_id]
         part_schema = Schema(*spec.partition_type(self.schema).fields)
