@@ -6,10 +6,12 @@ snapshot itself added (``added_snapshot_id``), so its cost follows the size of t
 change, not of the table. Manifests are decoded on a small thread pool, in
 manifest-list order (results come back in order; at most ``lookahead`` in flight).
 
-Without a row filter, data manifests are decoded by the planning-only decoder
-(:mod:`icefloe.enumerator.manifest_decoder`: no column stats, no PyIceberg records;
+Full scans decode data manifests with the planning-only decoder
+(:mod:`icefloe.enumerator.manifest_decoder`: no PyIceberg records;
 :func:`live_data_files_of`); the manifest bytes are fetched on the pool and decoded in
-the planning thread. With a filter (the metrics evaluator reads the stats), for delete
+the planning thread. With a row filter the decoder also reads the column stats the
+metrics evaluator needs and offers each entry to :meth:`FilterEvaluators.stats_ok` (the
+same PyIceberg partition and metrics evaluators, on the decoded values). For delete
 manifests (position delete bounds on ``file_path`` narrow which data files a delete
 applies to) and for incremental discovery, entries are PyIceberg's full records.
 
@@ -55,8 +57,10 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot
 
 from icefloe.enumerator.manifest_decoder import (
+    FileStats,
+    KeepFile,
     LiveDataFile,
-    live_data_files,
+    iter_live_data_files,
 )
 from icefloe.enumerator.manifest_list_decoder import added_manifests
 from icefloe.errors import DataFileError
@@ -124,6 +128,25 @@ class FilterEvaluators:
         evaluate = expression_evaluator(part_schema, projected, self.case_sensitive)
         return lambda data_file: evaluate(data_file.partition)
 
+    @cache  # noqa: B019
+    def stats_ok(self, spec_id: int) -> KeepFile | None:
+        """What :meth:`file_ok` decides, on a decoded entry's :class:`FileStats` (partition
+        tuple and stats dicts) of a file of spec ``spec_id``; None without a filter."""
+        metrics = self._metrics
+        if metrics is None:
+            return None
+        projected = self._projection(spec_id)
+        if projected is None or isinstance(projected, AlwaysTrue):  # nothing to prune on
+            return metrics  # type: ignore[return-value]  # FileStats has DataFile's fields
+        spec = self.metadata.specs()[spec_id]
+        part_schema = Schema(*spec.partition_type(self.schema).fields)
+        evaluate = expression_evaluator(part_schema, projected, self.case_sensitive)
+
+        def keep(stats: FileStats) -> bool:
+            # partition values are a tuple: PyIceberg's accessors index it as a Record
+            return evaluate(stats.partition) and metrics(stats)  # type: ignore[arg-type]
+        return keep
+
     def file_ok(self, data_file: DataFile) -> bool:
         if self._metrics is None:
             return True
@@ -176,17 +199,22 @@ def read_entries(io: FileIO, manifest: ManifestFile, snapshot_id: int) -> list[M
         ) from exc
 
 
-def live_data_files_of(io: FileIO, manifests: list[ManifestFile], snapshot_id: int
-                       ) -> Iterator[tuple[ManifestFile, list[LiveDataFile]]]:
-    """Each data manifest with its live data files (:func:`live_data_files`), in order.
+def live_data_files_of(io: FileIO, manifests: list[ManifestFile], snapshot_id: int,
+                       keep_for: Callable[[int], KeepFile | None] | None = None,
+                       ) -> Iterator[tuple[ManifestFile, Iterator[LiveDataFile]]]:
+    """Each data manifest with its live data files (:func:`iter_live_data_files`: decoded
+    as they are iterated), in order; with ``keep_for`` (a filtered scan:
+    :meth:`FilterEvaluators.stats_ok`), only the files that ``keep_for(manifest's spec id)``
+    keeps. Iterate each manifest's files before the next manifest.
 
-    For planning without a row filter: no stats, no PyIceberg records. The manifests'
+    No PyIceberg records (and no stats without a filter). The manifests'
     bytes are fetched on the manifest pool (``lookahead`` in flight, so a remote FileIO
     overlaps requests); decoding runs in the calling thread, one manifest at a time,
     which keeps the pool's threads from contending for the GIL with it.
 
     Raises:
-        DataFileError: a manifest is missing or unreadable (names it and the snapshot).
+        DataFileError: a manifest is missing or unreadable (names it and the snapshot),
+            when it is reached or while its files are iterated.
     """
     def fetch(manifest: ManifestFile) -> bytes | Exception:
         try:
@@ -195,17 +223,24 @@ def live_data_files_of(io: FileIO, manifests: list[ManifestFile], snapshot_id: i
         except Exception as exc:  # raised in order, in the caller's thread
             return exc
 
-    for manifest, content in zip(manifests, ordered_map(fetch, manifests), strict=True):
+    def unreadable(manifest: ManifestFile, exc: Exception) -> DataFileError:
+        return DataFileError(
+            f"cannot read manifest {manifest.manifest_path} of snapshot {snapshot_id}: "
+            f"{type(exc).__name__}: {exc}"
+        )
+
+    def files_of(manifest: ManifestFile, content: bytes, keep: KeepFile | None
+                 ) -> Iterator[LiveDataFile]:
         try:
-            if isinstance(content, Exception):
-                raise content
-            files = live_data_files(content, manifest)
+            yield from iter_live_data_files(content, manifest, keep)
         except Exception as exc:
-            raise DataFileError(
-                f"cannot read manifest {manifest.manifest_path} of snapshot {snapshot_id}: "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
-        yield manifest, files
+            raise unreadable(manifest, exc) from exc
+
+    for manifest, content in zip(manifests, ordered_map(fetch, manifests), strict=True):
+        if isinstance(content, Exception):
+            raise unreadable(manifest, content) from content
+        keep = keep_for(manifest.partition_spec_id) if keep_for else None
+        yield manifest, files_of(manifest, content, keep)
 
 
 def snapshot_manifests(io: FileIO, snapshot: Snapshot) -> list[ManifestFile]:

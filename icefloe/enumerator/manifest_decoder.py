@@ -8,7 +8,7 @@ then applies inheritance on those records; at a million files that is most of th
 planning time. This decoder starts from the reader tree PyIceberg resolves for the file
 (``resolve_reader`` against PyIceberg's own manifest-entry read schema, so v1 / v2
 layouts, optional fields, defaults and partition value types are PyIceberg's) and turns
-it, once per writer schema, into one straight-line Python function per entry: primitive
+it, once per writer schema, into one straight-line Python loop per block: primitive
 fields become direct calls of the binary decoder's methods (what PyIceberg's primitive
 readers call), every other reader is called as PyIceberg's own ``read`` / ``skip``, no
 record is built, and fields planning does not use (column stats maps, key metadata,
@@ -28,8 +28,16 @@ order, one :class:`LiveDataFile` per entry whose status is not DELETED, with
   ``UUID``, ``bytes`` ...);
 - ``file_format``: the :class:`~pyiceberg.manifest.FileFormat` member name.
 
-Delete manifests and filtered scans (which need the column stats) keep using
-PyIceberg's full entries (:mod:`icefloe.enumerator.discovery`).
+With a ``keep`` function (a filtered scan), the five column stats maps the metrics
+evaluator reads (value, null and NaN counts, lower and upper bounds) are decoded too, as
+the dicts PyIceberg's map readers return, and each live entry is offered to ``keep`` as a
+:class:`FileStats` (the ``DataFile`` fields PyIceberg's ``_InclusiveMetricsEvaluator``
+reads, plus the partition tuple) before it is kept. ``column_sizes`` is always stepped over.
+
+The whole block loop is generated (one call per Avro block, not per entry): status check,
+sequence-number inheritance, the filter and the output tuple are in the generated code.
+
+Delete manifests keep using PyIceberg's full entries (:mod:`icefloe.enumerator.discovery`).
 """
 
 from __future__ import annotations
@@ -71,6 +79,8 @@ from pyiceberg.utils.schema_conversion import AvroSchemaConversion
 
 # column_sizes, value_counts, null_value_counts, nan_value_counts, lower_bounds, upper_bounds
 STATS_FIELD_IDS = frozenset({108, 109, 110, 137, 125, 128})
+# the stats a filtered scan decodes (the metrics evaluator's), by field id: FileStats slot
+_FILTER_STATS_SLOTS = {109: 8, 110: 9, 137: 10, 125: 11, 128: 12}
 _ENTRY_SCHEMA = MANIFEST_ENTRY_SCHEMAS[DEFAULT_READ_VERSION]
 _HEADER_READER = construct_reader(META_SCHEMA, {-1: AvroFileHeader})
 
@@ -78,6 +88,7 @@ _HEADER_READER = construct_reader(META_SCHEMA, {-1: AvroFileHeader})
 _ENTRY_SLOTS = {0: 0, 3: 1}  # status, sequence_number
 _DATA_FILE_SLOTS = {100: 2, 101: 3, 102: 4, 103: 5, 104: 6, 132: 7}  # path ... split_offsets
 _SLOTS = 8
+_STATS_SLOTS = 13
 _DATA_FILE_ID = 2
 _PARTITION_ID = 102
 _ADDED = ManifestEntryStatus.ADDED.value
@@ -124,6 +135,22 @@ class LiveDataFile(NamedTuple):
     sequence_number: int | None
 
 
+class FileStats(NamedTuple):
+    """What a filtered scan's evaluators read of one live entry: its partition values and
+    the ``DataFile`` fields of PyIceberg's ``_InclusiveMetricsEvaluator`` (duck-typed)."""
+
+    partition: tuple[Any, ...]
+    record_count: int
+    value_counts: dict[int, int] | None
+    null_value_counts: dict[int, int] | None
+    nan_value_counts: dict[int, int] | None
+    lower_bounds: dict[int, bytes] | None
+    upper_bounds: dict[int, bytes] | None
+
+
+KeepFile = Callable[[FileStats], bool]
+
+
 def _stats_map_shape(reader: Any) -> tuple[bool, bool] | None:
     """(optional, int values) of an int->long or int->bytes map reader, else None."""
     optional = isinstance(reader, OptionReader)
@@ -160,6 +187,35 @@ def stats_skipper(reader: Any) -> Callable[[BinaryDecoder], None]:
     return skip_map
 
 
+def stats_reader(reader: Any) -> Callable[[BinaryDecoder], dict[int, Any] | None]:
+    """A function that reads one stats map as ``reader.read`` would (the same dict, or None
+    for a null); int->long and int->bytes maps take the decoder's bulk calls."""
+    shape = _stats_map_shape(reader)
+    if shape is None:
+        def read_any(decoder: BinaryDecoder) -> dict[int, Any] | None:
+            return reader.read(decoder)
+        return read_any
+    optional, int_values = shape
+
+    def read_map(decoder: BinaryDecoder) -> dict[int, Any] | None:
+        if optional and decoder.read_int() == 0:
+            return None
+        out: dict[int, Any] = {}
+        count = decoder.read_int()
+        while count != 0:
+            if count < 0:  # a block with its size in bytes: read it as a plain block
+                count = -count
+                decoder.read_int()
+            if int_values:
+                values = decoder.read_ints(count * 2)
+                out.update(zip(values[::2], values[1::2], strict=True))
+            else:
+                decoder.read_int_bytes_dict(count, out)
+            count = decoder.read_int()
+        return out
+    return read_map
+
+
 class CodegenBase:
     """What every generated Avro entry function shares: its globals (the decoder's
     inlined read / skip methods, then :meth:`bind`-ed values) and value reads.
@@ -193,13 +249,18 @@ class CodegenBase:
 class _Codegen(CodegenBase):
     """Builds the source of ``decode_entry(d)`` from a resolved entry reader."""
 
-    def __init__(self) -> None:
+    def __init__(self, with_stats: bool = False) -> None:
         super().__init__("read_ints", "read_int_bytes_dict")
-        self.results = ["None"] * _SLOTS
+        self.with_stats = with_stats
+        self.results = ["None"] * (_STATS_SLOTS if with_stats else _SLOTS)
 
     def skip(self, reader: Reader, field_id: int | None, indent: str = "    ") -> None:
         """Statements that step over one value as ``reader.skip(d)`` would."""
-        if field_id in STATS_FIELD_IDS:
+        if self.with_stats and field_id in _FILTER_STATS_SLOTS:
+            slot = _FILTER_STATS_SLOTS[field_id]  # read, not skipped: the filter needs it
+            self.lines.append(f"{indent}r{slot} = {self.bind(stats_reader(reader))}(d)")
+            self.results[slot] = f"r{slot}"
+        elif field_id in STATS_FIELD_IDS:
             self.skip_stats(reader, indent)
         elif type(reader) is OptionReader:
             self.lines.append(f"{indent}if read_int(d) > 0:")
@@ -269,38 +330,72 @@ class _Codegen(CodegenBase):
                 self.lines.append(f"    r{slot} = {self.read_expr(child)}")
                 self.results[slot] = f"r{slot}"
 
-    def source(self) -> str:
-        body = self.lines or ["    pass"]
-        return "\n".join(["def decode_entry(d):", *body,
-                          f"    return ({', '.join(self.results)})", ""])
+    def block_source(self) -> str:
+        """``decode_block(d, count, append, manifest_seq, inherit_all, keep)``: every entry
+        of one Avro block, each live one appended as a :class:`LiveDataFile` (the module
+        contract; with stats, only those ``keep`` accepts)."""
+        r = self.results
+        status, seq, path, fmt, partition, records, size, offsets = r[:_SLOTS]
+        out = self.bind(LiveDataFile)
+        keep = []
+        if self.with_stats:
+            stats = ", ".join([partition, records, *r[_SLOTS:]])
+            keep = [f"        if not keep({self.bind(tuple.__new__)}"
+                    f"({self.bind(FileStats)}, ({stats},))):",
+                    "            continue"]
+        return "\n".join([
+            "def decode_block(d, count, append, manifest_seq, inherit_all, keep):",
+            "    for _ in range(count):",
+            *("    " + line for line in self.lines),
+            f"        if {status} == {_DELETED}:",
+            "            continue",
+            f"        if {status} not in {self.bind(_STATUSES)}:",
+            f"            {self.bind(_unknown_status)}({status})",
+            f"        seq = {seq}",
+            f"        if seq is None and (inherit_all or {status} == {_ADDED}):",
+            "            seq = manifest_seq",
+            f"        fmt = {self.bind(_FORMAT_NAMES)}.get({fmt})",
+            "        if fmt is None:",
+            f"            fmt = {self.bind(_format_name)}({fmt})",
+            *keep,
+            f"        append({self.bind(tuple.__new__)}({out}, ({path}, fmt, {partition}, "
+            f"{records}, {size}, {offsets}, seq)))",
+            "",
+        ])
+
+
+def _unknown_status(status: Any) -> None:
+    raise ValueError(f"unknown manifest entry status {status!r}")
 
 
 def _record_tuple(record: Any) -> tuple[Any, ...]:
     return tuple(record[i] for i in range(len(record)))
 
 
-EntryDecoder = Callable[[BinaryDecoder], tuple[Any, ...]]
+BlockDecoder = Callable[[BinaryDecoder, int, Callable[[LiveDataFile], None], int, bool,
+                         "KeepFile | None"], None]
 
 
 class _Plan(NamedTuple):
-    decode_entry: EntryDecoder
+    decode_block: BlockDecoder
     source: str
 
 
 @lru_cache(maxsize=64)
-def _plan(avro_schema: str) -> _Plan:
-    """The entry decoder of one writer schema (a table's manifests share a few schemas)."""
+def _plan(avro_schema: str, with_stats: bool = False) -> _Plan:
+    """The decoders of one writer schema (a table's manifests share a few schemas); with
+    ``with_stats``, the filter's stats maps are read (slots 8-12) instead of skipped."""
     file_schema: Schema = AvroSchemaConversion().avro_to_iceberg(json.loads(avro_schema))
     entry_reader = resolve_reader(file_schema, _ENTRY_SCHEMA)
     if not isinstance(entry_reader, StructReader):
         raise TypeError(f"manifest entry is not a struct: {entry_reader!r}")
-    gen = _Codegen()
+    gen = _Codegen(with_stats)
     gen.struct(entry_reader, _ENTRY_SCHEMA.fields, _ENTRY_SLOTS)
-    source = gen.source()
-    # the source holds only names made here (decoder methods, bound readers, slot
-    # variables), never text from the file
-    exec(compile(source, "<icefloe manifest entry decoder>", "exec"), gen.namespace)
-    return _Plan(gen.namespace["decode_entry"], source)
+    source = gen.block_source()
+    # the source holds only names made here (decoder methods, bound readers and values,
+    # slot variables, int constants), never text from the file
+    exec(compile(source, "<icefloe manifest block decoder>", "exec"), gen.namespace)
+    return _Plan(gen.namespace["decode_block"], source)
 
 
 _FORMAT_NAMES: dict[str, str] = {}
@@ -353,30 +448,38 @@ def avro_blocks(decoder: BinaryDecoder, sync: bytes,
         yield count, decompress(data) if decompress else data
 
 
-def live_data_files(content: bytes, manifest: ManifestFile) -> list[LiveDataFile]:
-    """Live entries of one manifest file's bytes, in file order (see the module contract).
+def live_data_files(content: bytes, manifest: ManifestFile, keep: KeepFile | None = None
+                    ) -> list[LiveDataFile]:
+    """Live entries of one manifest file's bytes, in file order (see the module contract);
+    with ``keep``, only those whose :class:`FileStats` it accepts.
 
     Raises:
         ValueError: not an Avro file, an unknown codec or status, or a bad sync marker.
         EOFError: the bytes end inside a block.
     """
+    return list(iter_live_data_files(content, manifest, keep))
+
+
+def iter_live_data_files(content: bytes, manifest: ManifestFile, keep: KeepFile | None = None
+                         ) -> Iterator[LiveDataFile]:
+    """:func:`live_data_files`, decoded one Avro block at a time as it is iterated.
+
+    A planning loop that consumes each file as it comes keeps no manifest's worth of
+    tuples alive: they die young, and the cyclic garbage collector (whose full passes
+    over the heap are triggered by objects that survive) stays out of planning.
+
+    Raises:
+        ValueError, EOFError: as :func:`live_data_files`, while iterating.
+    """
     decoder, header, decompress = open_avro(content)
-    decode_entry = _plan(header.meta["avro.schema"]).decode_entry
+    decode_block = _plan(header.meta["avro.schema"], keep is not None).decode_block
     new_block = _DECODER
     manifest_seq = manifest.sequence_number
     inherit_all = manifest_seq == 0
     out: list[LiveDataFile] = []
     append = out.append
     for count, data in avro_blocks(decoder, header.sync, decompress):
-        block = new_block(data)
-        for _ in range(count):
-            status, seq, path, fmt, partition, records, size, offsets = decode_entry(block)
-            if status == _DELETED:
-                continue
-            if status not in _STATUSES:
-                raise ValueError(f"unknown manifest entry status {status!r}")
-            if seq is None and (inherit_all or status == _ADDED):
-                seq = manifest_seq
-            append(LiveDataFile(path, _format_name(fmt), partition, records, size, offsets,
-                                seq))
-    return out
+        decode_block(new_block(data), count, append, manifest_seq, inherit_all, keep)
+        if out:
+            yield from out
+            out.clear()

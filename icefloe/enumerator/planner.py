@@ -128,26 +128,18 @@ class TableSplitPlanner:
             if m.content == ManifestContent.DATA
             and self.filters.manifest_ok(m.partition_spec_id)(m)
         ]
-        if self.filters.always_true:
-            yield from self._plan_unfiltered(snapshot.snapshot_id, data, start_ordinal,
-                                             deletes if deletes.count else None)
-            return
-        ordinal = 0
-        # the metrics filter reads the column stats: PyIceberg's full entries
-        for entry in live_entries(self.io, data, snapshot.snapshot_id,
-                                  lambda e: self.filters.file_ok(e.data_file)):
-            for split in self.entry_splits(entry, snapshot.snapshot_id, ordinal, deletes):
-                if split.ordinal >= start_ordinal:
-                    yield split
-                ordinal += 1
+        yield from self._plan_decoded(snapshot.snapshot_id, data, start_ordinal,
+                                      deletes if deletes.count else None)
 
-    def _plan_unfiltered(self, snapshot_id: int, data: list[ManifestFile], start_ordinal: int,
-                         deletes: DeleteIndex | None) -> Iterator[FileSplit]:
-        """Every live file of ``data`` as splits, from the planning-only manifest decoder
-        (the same splits, ids and order as the entry path, without stats or records)."""
+    def _plan_decoded(self, snapshot_id: int, data: list[ManifestFile], start_ordinal: int,
+                      deletes: DeleteIndex | None) -> Iterator[FileSplit]:
+        """Every live file of ``data`` that the filter keeps as splits, from the
+        planning-only manifest decoder (the same splits, ids and order as planning from
+        PyIceberg's entries with :meth:`FilterEvaluators.file_ok`, without records)."""
         split_size = self.split_size
+        keep_for = None if self.filters.always_true else self.filters.stats_ok
         ordinal = 0
-        for manifest, files in live_data_files_of(self.io, data, snapshot_id):
+        for manifest, files in live_data_files_of(self.io, data, snapshot_id, keep_for):
             spec_id = manifest.partition_spec_id
             for path, fmt, partition, records, size, offsets, seq in files:
                 seq = seq or INITIAL_SEQUENCE_NUMBER
