@@ -32,8 +32,13 @@ from benchmarks.common import (
 from benchmarks.java_spark import MISSING, JavaSpark, available
 
 TARGETS = {"big table": 0.8, "small files": 1.0}
+CEILING_FILES = 100
+"""Tables of at most this many files also get the two Spark 4 reference rows (given
+10,000 paths one by one, Spark's native reader spends ~30 s listing them)."""
 ICEFLOE = "icefloe on Spark 4 (Python data source)"
 JAVA = "Iceberg Java reader on Spark 3.5 (vectorized)"
+NATIVE = "Spark 4 native Parquet (same files)"
+CEILING = "PyArrow Python data source on Spark 4 (ceiling)"
 
 
 def _timed_runs(contenders: dict[str, Callable[[], float]], reps: int) -> dict[str, list[float]]:
@@ -63,6 +68,32 @@ def _icefloe(spark: object, bench: BenchTable) -> Callable[[], float]:
     return run
 
 
+def _ceilings(spark: object, bench: BenchTable) -> dict[str, Callable[[], float]]:
+    """Spark 4's own Parquet reader and the bare PyArrow Python data source of
+    :mod:`benchmarks.bench_spark_backfill` on the same files: what Spark 4 reaches
+    without Python, and what any Python data source reaches on it."""
+    from benchmarks.bench_spark_backfill import PyArrowSource
+
+    spark.dataSource.register(PyArrowSource)  # type: ignore[attr-defined]
+    paths = bench.data_paths()
+    partitions = spark.read.parquet(*paths).rdd.getNumPartitions()  # type: ignore[attr-defined]
+
+    def native() -> float:
+        start = time.perf_counter()
+        spark.read.parquet(*paths).write.format("noop").mode(  # type: ignore[attr-defined]
+            "overwrite").save()
+        return time.perf_counter() - start
+
+    def ceiling() -> float:
+        start = time.perf_counter()
+        (spark.read.format("pyarrow-files").option(  # type: ignore[attr-defined]
+            "paths", ",".join(paths)).option("partitions", str(partitions)).load()
+         .write.format("noop").mode("overwrite").save())
+        return time.perf_counter() - start
+
+    return {NATIVE: native, CEILING: ceiling}
+
+
 def measure(tables: list[tuple[str, BenchTable]], reps: int) -> str:
     import icefloe.spark
 
@@ -82,11 +113,14 @@ def measure(tables: list[tuple[str, BenchTable]], reps: int) -> str:
                 assert checked["vectorized"], checked["plan"]
                 files = len(bench.data_paths())
                 started = time.perf_counter()
-                runs = _timed_runs({
+                contenders = {
                     ICEFLOE: _icefloe(spark, bench),
                     JAVA: lambda metadata=metadata: float(
                         java.call("batch", metadata=metadata)["seconds"]),
-                }, reps)
+                }
+                if files <= CEILING_FILES:
+                    contenders.update(_ceilings(spark, bench))
+                runs = _timed_runs(contenders, reps)
                 took = time.perf_counter() - started
                 medians = {name: median(times) for name, times in runs.items()}
                 ratio = medians[JAVA] / medians[ICEFLOE]
