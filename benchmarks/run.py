@@ -21,12 +21,15 @@ from benchmarks.common import ROOT, machine, md_table
 
 RESULTS = ROOT / "RESULTS.md"
 ORDER = ["backfill", "planning", "discovery", "continuous", "checkpoint", "sweep",
-         "spark_backfill", "ray_backfill", "objectstore", "changelog", "startup"]
+         "spark_backfill", "spark_java", "stream_java", "ray_backfill", "objectstore",
+         "changelog", "startup"]
 TITLES = {
     "backfill": "Backfill throughput", "planning": "Planning at scale",
     "discovery": "Incremental discovery", "continuous": "Continuous latency",
     "checkpoint": "Checkpoint cost", "sweep": "Tuning sweep",
-    "spark_backfill": "Spark", "ray_backfill": "Ray", "objectstore": "Object storage",
+    "spark_backfill": "Spark", "spark_java": "Spark vs Iceberg's Java reader",
+    "stream_java": "Streaming catch-up vs Iceberg's Java stream", "ray_backfill": "Ray",
+    "objectstore": "Object storage",
     "changelog": "Changelog", "startup": "Start-up",
 }
 PLACEHOLDER = "_Placeholder: results merged by the lead._"
