@@ -11,13 +11,14 @@ layouts, optional fields, defaults and partition value types are PyIceberg's) an
 it, once per writer schema, into one straight-line Python loop per block: primitive
 fields become direct calls of the binary decoder's methods (what PyIceberg's primitive
 readers call), every other reader is called as PyIceberg's own ``read`` / ``skip``, no
-record is built, and fields planning does not use (column stats maps, key metadata,
-equality ids, ...) are stepped over. The generated source is kept on the plan
-(``_plan(schema).source``) for inspection.
+record is built, and fields planning does not use (column stats maps unless a filter
+needs them, key metadata, equality ids, ...) are stepped over. The generated source is
+kept on the plan (``_plan(schema).source``) for inspection.
 
 Contract (checked against ``ManifestFile.fetch_manifest_entry`` in
-``tests/enumerator/test_manifest_decoder.py``): :func:`live_data_files` returns, in file
-order, one :class:`LiveDataFile` per entry whose status is not DELETED, with
+``tests/enumerator/test_manifest_decoder.py``): :func:`live_data_files` returns (and
+:func:`iter_live_data_files` yields, a block at a time), in file order, one
+:class:`LiveDataFile` per entry whose status is not DELETED, with
 
 - ``sequence_number``: the entry's data sequence number, or, when it is null, the
   manifest's sequence number if the entry is ADDED or the manifest's sequence number is
