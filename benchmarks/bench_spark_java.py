@@ -29,7 +29,7 @@ from benchmarks.common import (
     small_files_table,
     verdict,
 )
-from benchmarks.java_spark import MISSING, JavaSpark, available
+from benchmarks.java_spark import MISSING, JavaSpark, available, tree_cpu
 
 TARGETS = {"big table": 0.8, "small files": 1.0}
 CEILING_FILES = 100
@@ -41,34 +41,48 @@ NATIVE = "Spark 4 native Parquet (same files)"
 CEILING = "PyArrow Python data source on Spark 4 (ceiling)"
 
 
-def _timed_runs(contenders: dict[str, Callable[[], float]], reps: int) -> dict[str, list[float]]:
+Run = tuple[float, float]
+"""Wall seconds and CPU seconds of one read (the Spark application's process tree)."""
+
+
+def _timed_runs(contenders: dict[str, Callable[[], Run]], reps: int) -> dict[str, list[Run]]:
     """One warm-up each, then ``reps`` rounds rotating who goes first; each contender
     returns its own seconds (the Java child times itself: no IPC in its figure)."""
     names = list(contenders)
     for name in names:
         contenders[name]()
-    out: dict[str, list[float]] = {n: [] for n in names}
+    out: dict[str, list[Run]] = {n: [] for n in names}
     for r in range(reps):
         for name in names[r % len(names):] + names[:r % len(names)]:
             out[name].append(contenders[name]())
     return out
 
 
-def _icefloe(spark: object, bench: BenchTable) -> Callable[[], float]:
-    import icefloe.spark
-
-    catalog = bench.catalog()
-
-    def run() -> float:
+def _measured(action: Callable[[], object], exclude: frozenset[int]) -> Callable[[], Run]:
+    """``action`` timed: wall seconds, and CPU seconds of this process's tree (the Spark 4
+    driver, its JVM and Python workers) leaving out the Java child's (``exclude``)."""
+    def run() -> Run:
+        cpu = tree_cpu(os.getpid(), exclude)
         start = time.perf_counter()
-        df = icefloe.spark.read(spark, bench.identifier, catalog=catalog)  # type: ignore[arg-type]
-        df.write.format("noop").mode("overwrite").save()
-        return time.perf_counter() - start
+        action()
+        return time.perf_counter() - start, tree_cpu(os.getpid(), exclude) - cpu
 
     return run
 
 
-def _ceilings(spark: object, bench: BenchTable) -> dict[str, Callable[[], float]]:
+def _icefloe(spark: object, bench: BenchTable) -> Callable[[], None]:
+    import icefloe.spark
+
+    catalog = bench.catalog()
+
+    def run() -> None:
+        df = icefloe.spark.read(spark, bench.identifier, catalog=catalog)  # type: ignore[arg-type]
+        df.write.format("noop").mode("overwrite").save()
+
+    return run
+
+
+def _ceilings(spark: object, bench: BenchTable) -> dict[str, Callable[[], None]]:
     """Spark 4's own Parquet reader and the bare PyArrow Python data source of
     :mod:`benchmarks.bench_spark_backfill` on the same files: what Spark 4 reaches
     without Python, and what any Python data source reaches on it."""
@@ -78,20 +92,21 @@ def _ceilings(spark: object, bench: BenchTable) -> dict[str, Callable[[], float]
     paths = bench.data_paths()
     partitions = spark.read.parquet(*paths).rdd.getNumPartitions()  # type: ignore[attr-defined]
 
-    def native() -> float:
-        start = time.perf_counter()
+    def native() -> None:
         spark.read.parquet(*paths).write.format("noop").mode(  # type: ignore[attr-defined]
             "overwrite").save()
-        return time.perf_counter() - start
 
-    def ceiling() -> float:
-        start = time.perf_counter()
+    def ceiling() -> None:
         (spark.read.format("pyarrow-files").option(  # type: ignore[attr-defined]
             "paths", ",".join(paths)).option("partitions", str(partitions)).load()
          .write.format("noop").mode("overwrite").save())
-        return time.perf_counter() - start
 
     return {NATIVE: native, CEILING: ceiling}
+
+
+def _java_run(java: JavaSpark, metadata: str) -> Run:
+    answer = java.call("batch", metadata=metadata)
+    return float(answer["seconds"]), float(answer["cpu"])
 
 
 def measure(tables: list[tuple[str, BenchTable]], reps: int) -> str:
@@ -104,6 +119,8 @@ def measure(tables: list[tuple[str, BenchTable]], reps: int) -> str:
     summary: list[str] = []
     try:
         with JavaSpark() as java:
+            assert java.proc is not None
+            exclude = frozenset({java.proc.pid})
             for label, bench in tables:
                 metadata = bench.table().metadata_location
                 checked = java.call("count", metadata=metadata)
@@ -113,30 +130,35 @@ def measure(tables: list[tuple[str, BenchTable]], reps: int) -> str:
                 assert checked["vectorized"], checked["plan"]
                 files = len(bench.data_paths())
                 started = time.perf_counter()
-                contenders = {
-                    ICEFLOE: _icefloe(spark, bench),
-                    JAVA: lambda metadata=metadata: float(
-                        java.call("batch", metadata=metadata)["seconds"]),
-                }
+                actions = {ICEFLOE: _icefloe(spark, bench)}
                 if files <= CEILING_FILES:
-                    contenders.update(_ceilings(spark, bench))
-                runs = _timed_runs(contenders, reps)
+                    actions.update(_ceilings(spark, bench))
+                contenders = {name: _measured(action, exclude)
+                              for name, action in actions.items()}
+                contenders[JAVA] = lambda metadata=metadata: _java_run(java, metadata)
+                order = [ICEFLOE, JAVA, *[n for n in contenders if n not in (ICEFLOE, JAVA)]]
+                runs = _timed_runs({n: contenders[n] for n in order}, reps)
                 took = time.perf_counter() - started
-                medians = {name: median(times) for name, times in runs.items()}
+                medians = {name: median([t for t, _ in r]) for name, r in runs.items()}
+                cpus = {name: median([c for _, c in r]) for name, r in runs.items()}
                 ratio = medians[JAVA] / medians[ICEFLOE]
+                cpu_ratio = cpus[JAVA] / cpus[ICEFLOE]
                 target = TARGETS[label]
                 summary.append(f"- {label} ({rows:,} rows in {files:,} files): icefloe = "
                                f"**{ratio:.2f}x** Iceberg's Java reader (target >= {target}x: "
-                               f"{verdict(ratio >= target)})")
+                               f"{verdict(ratio >= target)}); per CPU second "
+                               f"{cpu_ratio:.2f}x")
                 table = [[name, fmt_s(medians[name]),
                           fmt_rate(rows / medians[name], " rows/s"),
-                          f"{medians[JAVA] / medians[name]:.2f}x",
-                          ", ".join(fmt_s(t) for t in times)]
-                         for name, times in runs.items()]
+                          f"{medians[JAVA] / medians[name]:.2f}x", f"{cpus[name]:.1f} s",
+                          f"{cpus[JAVA] / cpus[name]:.2f}x",
+                          ", ".join(fmt_s(t) for t, _ in r)]
+                         for name, r in runs.items()]
                 lines += [f"**{label}** ({files:,} files, {rows:,} rows; median of {reps}, "
                           f"interleaved, {took:.0f} s)", "",
                           md_table(["reader", "median", "throughput", "vs Java reader",
-                                    "runs"], table), ""]
+                                    "CPU (median)", "rows per CPU s vs Java", "runs"], table),
+                          ""]
     finally:
         spark.stop()
     load_after = os.getloadavg()
@@ -147,6 +169,9 @@ def measure(tables: list[tuple[str, BenchTable]], reps: int) -> str:
         "PySpark 3.5 in `.venv-interop`, the table loaded by its metadata JSON, vectorized "
         "Parquet reads. Both `local[2]`, 1 GiB driver, sessions started before timing; a run "
         "is `load()` + `write.format(\"noop\")` (every column of every row materialized). "
+        "CPU: user + system seconds of each Spark application's processes (driver, JVM, "
+        "Python workers) during the run; on a shared machine the CPU a read burns is "
+        "steadier than its wall time. "
         f"Load average {load_before[0]:.1f} before, {load_after[0]:.1f} after (2 cores, "
         "shared).", "",
         *lines,

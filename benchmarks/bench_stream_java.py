@@ -39,7 +39,7 @@ from benchmarks.common import (
     pick,
     verdict,
 )
-from benchmarks.java_spark import MISSING, JavaSpark, available
+from benchmarks.java_spark import MISSING, JavaSpark, available, tree_cpu
 
 TARGET = 1.5
 ROWS_PER_SNAPSHOT = 500
@@ -70,7 +70,7 @@ def stream_table(snapshots: int) -> BenchTable:
             pq.write_table(_with_field_ids(event_rows(ROWS_PER_SNAPSHOT,
                                                       start=i * ROWS_PER_SNAPSHOT)), path)
             paths.append(path.as_uri())
-        with JavaSpark() as java:
+        with JavaSpark(driver_memory="4g") as java:
             built = java.call("build_stream", home=str(root), identifier=IDENTIFIER,
                               paths=paths)
         assert built["snapshots"] == snapshots, built
@@ -78,14 +78,16 @@ def stream_table(snapshots: int) -> BenchTable:
     return BenchTable(_cached(f"stream-{snapshots}", build), IDENTIFIER)
 
 
-def _icefloe(spark: Any, bench: BenchTable, first: int) -> Callable[[], tuple[float, int, int]]:
+def _icefloe(spark: Any, bench: BenchTable, first: int,
+             exclude: frozenset[int]) -> Callable[[], tuple[float, int, int, float]]:
     from icefloe.spark import catalog_options
 
     options = {**catalog_options(bench.catalog()), "startingVersion": str(first)}
 
-    def run() -> tuple[float, int, int]:
+    def run() -> tuple[float, int, int, float]:
         checkpoint = tempfile.mkdtemp(prefix="icefloe-stream-bench-")
         try:
+            cpu = tree_cpu(os.getpid(), exclude)
             start = time.perf_counter()
             query = (spark.readStream.format("icefloe").options(**options)
                      .load(bench.identifier).writeStream.format("noop")
@@ -93,33 +95,35 @@ def _icefloe(spark: Any, bench: BenchTable, first: int) -> Callable[[], tuple[fl
                      .trigger(availableNow=True).start())
             query.awaitTermination()
             seconds = time.perf_counter() - start
+            cpu = tree_cpu(os.getpid(), exclude) - cpu
             progress = query.recentProgress
         finally:
             shutil.rmtree(checkpoint, ignore_errors=True)
         return (seconds, sum(int(p["numInputRows"]) for p in progress),
-                sum(1 for p in progress if int(p["numInputRows"]) > 0))
+                sum(1 for p in progress if int(p["numInputRows"]) > 0), cpu)
 
     return run
 
 
-def _java(java: JavaSpark, metadata: str) -> Callable[[], tuple[float, int, int]]:
-    def run() -> tuple[float, int, int]:
+def _java(java: JavaSpark, metadata: str) -> Callable[[], tuple[float, int, int, float]]:
+    def run() -> tuple[float, int, int, float]:
         checkpoint = tempfile.mkdtemp(prefix="iceberg-stream-bench-")
         try:
             answer = java.call("stream", metadata=metadata, checkpoint=checkpoint, options={})
         finally:
             shutil.rmtree(checkpoint, ignore_errors=True)
-        return float(answer["seconds"]), int(answer["rows"]), int(answer["batches"])
+        return (float(answer["seconds"]), int(answer["rows"]), int(answer["batches"]),
+                float(answer["cpu"]))
 
     return run
 
 
-def _runs(contenders: dict[str, Callable[[], tuple[float, int, int]]],
-          reps: int, warmup: bool) -> dict[str, list[tuple[float, int, int]]]:
+def _runs(contenders: dict[str, Callable[[], tuple[float, int, int, float]]],
+          reps: int, warmup: bool) -> dict[str, list[tuple[float, int, int, float]]]:
     names = list(contenders)
     for name in names if warmup else ():
         contenders[name]()
-    out: dict[str, list[tuple[float, int, int]]] = {n: [] for n in names}
+    out: dict[str, list[tuple[float, int, int, float]]] = {n: [] for n in names}
     for r in range(reps):
         for name in names[r % len(names):] + names[:r % len(names)]:
             out[name].append(contenders[name]())
@@ -138,6 +142,8 @@ def measure(backlogs: list[int], reps: int) -> str:
     predicted = 0.0  # seconds per snapshot of the slower stream at the last backlog
     try:
         with JavaSpark() as java:
+            assert java.proc is not None
+            exclude = frozenset({java.proc.pid})
             for snapshots in backlogs:
                 bench = tables[snapshots]
                 table = bench.table()
@@ -146,24 +152,27 @@ def measure(backlogs: list[int], reps: int) -> str:
                 # a backlog whose slower stream would take minutes per run gets one run
                 count = reps if predicted * snapshots < LONG_RUN_S else 1
                 started = time.perf_counter()
-                runs = _runs({ICEFLOE: _icefloe(spark, bench, first),
+                runs = _runs({ICEFLOE: _icefloe(spark, bench, first, exclude),
                               JAVA: _java(java, table.metadata_location)}, count,
                              warmup=snapshots == backlogs[0])
                 took = time.perf_counter() - started
                 for name, results in runs.items():
-                    assert {n for _, n, _ in results} == {expected}, (name, results)
-                medians = {name: median([s for s, _, _ in r]) for name, r in runs.items()}
+                    assert {r[1] for r in results} == {expected}, (name, results)
+                medians = {name: median([r[0] for r in rs]) for name, rs in runs.items()}
+                cpus = {name: median([r[3] for r in rs]) for name, rs in runs.items()}
                 predicted = max(medians.values()) / snapshots
                 ratio = medians[JAVA] / medians[ICEFLOE]
                 for name, results in runs.items():
                     rows_out.append([f"{snapshots:,}", name, fmt_s(medians[name]),
                                      fmt_rate(expected / medians[name], " rows/s"),
                                      f"{medians[JAVA] / medians[name]:.2f}x",
-                                     str(max(b for _, _, b in results)),
-                                     ", ".join(fmt_s(s) for s, _, _ in results)])
+                                     str(max(r[2] for r in results)), f"{cpus[name]:.1f} s",
+                                     f"{cpus[JAVA] / cpus[name]:.2f}x",
+                                     ", ".join(fmt_s(r[0]) for r in results)])
                 summary.append(f"- {snapshots:,} snapshots ({expected:,} rows): icefloe = "
                                f"**{ratio:.2f}x** Iceberg's Java stream (median of {count}, "
-                               f"{took:.0f} s)")
+                               f"{took:.0f} s; per CPU second "
+                               f"{cpus[JAVA] / cpus[ICEFLOE]:.2f}x)")
     finally:
         spark.stop()
     load_after = os.getloadavg()
@@ -173,11 +182,14 @@ def measure(backlogs: list[int], reps: int) -> str:
         *summary[:-1], target_line, "",
         f"Median of {reps} runs per backlog (1 where a run would take minutes), "
         "alternating, after one warm-up of each stream on the first backlog. Every "
-        "run read every row (`numInputRows` summed over the query's progress). Load "
+        "run read every row (`numInputRows` summed over the query's progress). CPU: user + "
+        "system seconds of each Spark application's processes (driver, JVM, Python "
+        "workers) during the run. Load "
         f"average {load_before[0]:.1f} before, {load_after[0]:.1f} after (2 cores, shared).",
         "",
         md_table(["snapshots", "stream", "median (start to end)", "rows/s",
-                  "vs Java stream", "micro-batches", "runs"], rows_out),
+                  "vs Java stream", "micro-batches", "CPU (median)",
+                  "rows per CPU s vs Java", "runs"], rows_out),
     ])
 
 

@@ -35,13 +35,43 @@ INTEROP_PYTHON = REPO / ".venv-interop" / "bin" / "python"
 MARK = "@@"
 COMMITS_PER_TRANSACTION = 500
 """A transaction keeps every change of its commits in memory: 5,000 commits in one filled
-the 1 GiB driver and each commit then took seconds of garbage collection."""
+a 1 GiB driver and each commit then took seconds of garbage collection."""
 
 MISSING = (
     "_Not measured: the interop environment (`.venv-interop`: PySpark 3.5 with Iceberg "
     "1.10.2's Spark runtime) does not exist. Create it with `make interop-env` (needs Java "
     "17), then run this section again._"
 )
+
+
+def tree_cpu(root: int, exclude: frozenset[int] = frozenset()) -> float:
+    """CPU seconds (user + system) of process ``root`` and its live descendants, with the
+    reaped children each has waited for, leaving out the subtrees of ``exclude``: a Spark
+    application's driver, JVM and Python workers. Linux ``/proc``; 0.0 elsewhere."""
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:  # exited meanwhile
+            continue
+        parents[int(entry)] = int(fields[1])
+        times[int(entry)] = sum(int(v) for v in fields[11:15]) / tick
+    children: dict[int, list[int]] = {}
+    for pid, ppid in parents.items():
+        children.setdefault(ppid, []).append(pid)
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        if pid in exclude:
+            continue
+        total += times.get(pid, 0.0)
+        todo.extend(children.get(pid, ()))
+    return total
 
 
 def available() -> bool:
@@ -55,13 +85,15 @@ class JavaSpark:
     Use as a context manager; :meth:`call` sends one request and returns the child's answer.
     """
 
-    def __init__(self, timeout: float = 3600) -> None:
+    def __init__(self, timeout: float = 3600, driver_memory: str = "1g") -> None:
         self.timeout = timeout
+        self.driver_memory = driver_memory
         self.proc: subprocess.Popen[str] | None = None
         self.log = open(os.devnull, "w")  # noqa: SIM115 - closed in close()
 
     def __enter__(self) -> JavaSpark:
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        env = {**os.environ, "PYTHONPATH": str(REPO),
+               "ICEFLOE_BENCH_JAVA_MEMORY": self.driver_memory}
         env.pop("VIRTUAL_ENV", None)
         env.pop("SPARK_HOME", None)
         self.proc = subprocess.Popen(
@@ -118,7 +150,7 @@ def _session() -> Any:
         .config("spark.jars", ",".join(_jars()))
         .config("spark.sql.extensions",
                 "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
-        .config("spark.driver.memory", "1g")
+        .config("spark.driver.memory", os.environ.get("ICEFLOE_BENCH_JAVA_MEMORY", "1g"))
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
@@ -132,10 +164,11 @@ def _session() -> Any:
 
 
 def _batch(spark: Any, metadata: str) -> dict[str, Any]:
+    cpu = tree_cpu(os.getpid())
     start = time.perf_counter()
     df = spark.read.format("iceberg").load(metadata)
     df.write.format("noop").mode("overwrite").save()
-    return {"seconds": time.perf_counter() - start}
+    return {"seconds": time.perf_counter() - start, "cpu": tree_cpu(os.getpid()) - cpu}
 
 
 def _count(spark: Any, metadata: str) -> dict[str, Any]:
@@ -148,15 +181,17 @@ def _count(spark: Any, metadata: str) -> dict[str, Any]:
 def _stream(spark: Any, metadata: str, checkpoint: str,
             options: dict[str, str]) -> dict[str, Any]:
     reader = spark.readStream.format("iceberg").options(**options)
+    cpu = tree_cpu(os.getpid())
     start = time.perf_counter()
     query = (reader.load(metadata).writeStream.format("noop")
              .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
     query.awaitTermination()
     seconds = time.perf_counter() - start
+    cpu = tree_cpu(os.getpid()) - cpu
     progress = query.recentProgress
     rows = sum(int(p["numInputRows"]) for p in progress)
     batches = sum(1 for p in progress if int(p["numInputRows"]) > 0)
-    return {"seconds": seconds, "rows": rows, "batches": batches}
+    return {"seconds": seconds, "rows": rows, "batches": batches, "cpu": cpu}
 
 
 def _build_stream(spark: Any, home: str, identifier: str, paths: list[str]) -> dict[str, Any]:
@@ -170,6 +205,7 @@ def _build_stream(spark: Any, home: str, identifier: str, paths: list[str]) -> d
     spark.conf.set(f"{prefix}.uri", f"jdbc:sqlite:{home}/catalog.db")
     spark.conf.set(f"{prefix}.jdbc.schema-version", "V1")
     spark.conf.set(f"{prefix}.warehouse", f"file://{home}/warehouse")
+    spark.conf.set(f"{prefix}.cache-enabled", "false")
     namespace = identifier.rsplit(".", 1)[0]
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS bench.{namespace}")
     spark.sql(f"CREATE TABLE bench.{identifier} (id bigint, ts timestamp_ntz, kind string, "
@@ -177,13 +213,21 @@ def _build_stream(spark: Any, home: str, identifier: str, paths: list[str]) -> d
               "TBLPROPERTIES ('format-version'='2')")
     jvm = spark._jvm
     iceberg = jvm.org.apache.iceberg
-    table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
-        spark._jsparkSession, f"bench.{identifier}")
+
+    def load() -> Any:
+        return jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
+            spark._jsparkSession, f"bench.{identifier}")
+
+    table = load()
     spec = table.spec()
     metrics_config = iceberg.MetricsConfig.forTable(table)
     parquet = iceberg.FileFormat.PARQUET
     start = time.perf_counter()
     for lo in range(0, len(paths), COMMITS_PER_TRANSACTION):
+        # a fresh table object per transaction: a snapshot object keeps the manifest list
+        # it read, so one table object would hold every snapshot's list (heap exhausted at
+        # ~7,000 snapshots)
+        table = load()
         txn = table.newTransaction()
         for path in paths[lo:lo + COMMITS_PER_TRANSACTION]:
             data = table.io().newInputFile(path)
@@ -192,7 +236,7 @@ def _build_stream(spark: Any, home: str, identifier: str, paths: list[str]) -> d
                 iceberg.DataFiles.builder(spec).withInputFile(data).withMetrics(metrics)
                 .withFormat(parquet).build()).commit()
         txn.commitTransaction()
-    table.refresh()
+    table = load()
     return {"seconds": time.perf_counter() - start,
             "metadata": table.operations().current().metadataFileLocation(),
             "snapshots": len(list(table.snapshots()))}
