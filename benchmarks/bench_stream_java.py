@@ -7,8 +7,8 @@ of one Parquet file of 500 event rows, written by Java Iceberg (transactions of 
 metadata JSON is written 1/500 as often; merge appends, Iceberg's default, keep manifest
 lists short). Both streams start at the first snapshot and read every snapshot's added file:
 Iceberg's default start (the oldest ancestor, its added files only), icefloe's
-``startingVersion=<first snapshot>`` (inclusive). No rate limit on either side
-(``ReadAllAvailable``; both also take per-trigger limits). A run is
+``startingVersion=<first snapshot>`` (inclusive). The same rate limit on both sides
+(both at 1,000 files per micro-batch, :data:`FILES_PER_BATCH`). A run is
 ``readStream...load()`` to ``awaitTermination()`` of a ``noop`` sink with
 ``trigger(availableNow=True)`` and a fresh checkpoint directory; both Spark sessions are
 up before timing. Rows per second of the whole run; runs alternate after one warm-up each.
@@ -45,6 +45,10 @@ TARGET = 1.5
 ROWS_PER_SNAPSHOT = 500
 IDENTIFIER = "bench.stream"
 LONG_RUN_S = 120
+FILES_PER_BATCH = 1_000
+"""Both streams' rate limit (icefloe ``maxFilesPerTrigger``, Iceberg
+``streaming-max-files-per-micro-batch``): without one, Iceberg's stream plans the whole
+backlog as one micro-batch and its 1 GiB driver ran out of heap at 10,000 snapshots."""
 ICEFLOE = "icefloe stream on Spark 4"
 JAVA = "Iceberg Java stream on Spark 3.5"
 
@@ -82,7 +86,8 @@ def _icefloe(spark: Any, bench: BenchTable, first: int,
              exclude: frozenset[int]) -> Callable[[], tuple[float, int, int, float]]:
     from icefloe.spark import catalog_options
 
-    options = {**catalog_options(bench.catalog()), "startingVersion": str(first)}
+    options = {**catalog_options(bench.catalog()), "startingVersion": str(first),
+               "maxFilesPerTrigger": str(FILES_PER_BATCH)}
 
     def run() -> tuple[float, int, int, float]:
         checkpoint = tempfile.mkdtemp(prefix="icefloe-stream-bench-")
@@ -109,7 +114,8 @@ def _java(java: JavaSpark, metadata: str) -> Callable[[], tuple[float, int, int,
     def run() -> tuple[float, int, int, float]:
         checkpoint = tempfile.mkdtemp(prefix="iceberg-stream-bench-")
         try:
-            answer = java.call("stream", metadata=metadata, checkpoint=checkpoint, options={})
+            answer = java.call("stream", metadata=metadata, checkpoint=checkpoint, options={
+                "streaming-max-files-per-micro-batch": str(FILES_PER_BATCH)})
         finally:
             shutil.rmtree(checkpoint, ignore_errors=True)
         return (float(answer["seconds"]), int(answer["rows"]), int(answer["batches"]),
