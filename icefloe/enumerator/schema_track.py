@@ -27,7 +27,7 @@ enumerator runs (the coordinator's thread, the Spark driver); every value here p
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 from pyiceberg.schema import Schema, index_by_id
@@ -310,7 +310,7 @@ class SchemaPolicy:
         change = self.diff(metadata, state.schema_id, to_id)
         if change.empty:
             return state, None
-        change = _with_snapshot(change, snapshot.snapshot_id)
+        change = replace(change, snapshot_id=snapshot.snapshot_id)
         where = f"snapshot {snapshot.snapshot_id} of table {self.table} was committed under " \
             f"schema {to_id}, the stream reads schema {state.schema_id}: {change.describe()}"
         if self.mode == "fail":
@@ -324,12 +324,6 @@ class SchemaPolicy:
         if self.mode == "keep":
             return state, None
         return StreamSchema(to_id, state.since), change
-
-
-def _with_snapshot(change: SchemaChange, snapshot_id: int) -> SchemaChange:
-    from dataclasses import replace
-
-    return replace(change, snapshot_id=snapshot_id)
 
 
 def follow_columns(columns: tuple[str, ...] | None, old: Schema, new: Schema,
