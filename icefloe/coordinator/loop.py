@@ -23,7 +23,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from icefloe.enumerator.continuous import Limits, SchemaSwitch, UnitEnd
-from icefloe.errors import TableNotFoundError
+from icefloe.errors import IcefloeError, TableNotFoundError
 from icefloe.retry import call_with_retry
 from icefloe.splits.split import FileSplit
 from icefloe.state.position import Phase, Position
@@ -53,8 +53,10 @@ class EnumerationLoop:
         try:
             self._run(stop)
         except BaseException as exc:  # delivered to the readers in order
+            # a typed error (a schema change under fail, a refused snapshot) says it all;
+            # anything else gets its traceback
             log.warning("enumeration of %s failed: %s: %s", coord.handle.identifier,
-                        type(exc).__name__, exc, exc_info=True)
+                        type(exc).__name__, exc, exc_info=not isinstance(exc, IcefloeError))
             coord.assigner.finish(exc)
             return
         coord.assigner.finish()
