@@ -19,6 +19,7 @@ from pyiceberg.table.refs import SnapshotRefType
 from pyiceberg.table.snapshots import Snapshot
 
 from icefloe.catalog.loader import auth_error
+from icefloe.enumerator.lineage import snapshot_by_id
 from icefloe.errors import CatalogError, RefNotFoundError, SnapshotNotFoundError, TableNotFoundError
 
 log = logging.getLogger(__name__)
@@ -156,7 +157,7 @@ class TableHandle:
         Raises:
             SnapshotNotFoundError: no such snapshot in the table metadata.
         """
-        snapshot = self.metadata.snapshot_by_id(snapshot_id)
+        snapshot = snapshot_by_id(self.metadata, snapshot_id)
         if snapshot is None:
             raise SnapshotNotFoundError(
                 f"table {self.identifier} has no snapshot {snapshot_id} (it never existed or "

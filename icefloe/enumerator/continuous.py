@@ -26,10 +26,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from pyiceberg.schema import Schema
-from pyiceberg.table.snapshots import Snapshot, ancestors_of
+from pyiceberg.table.snapshots import Snapshot
 
 from icefloe.catalog.handle import TableHandle
-from icefloe.enumerator.lineage import snapshots_between
+from icefloe.enumerator.lineage import ancestors, snapshots_between
 from icefloe.enumerator.planner import SplitPlanner, TableSplitPlanner
 from icefloe.enumerator.policy import Action, decide, operation_of
 from icefloe.enumerator.row_lineage import with_row_lineage
@@ -274,7 +274,7 @@ class ContinuousEnumerator:
         what = f"branch {opts.ref!r} of table {self.handle.identifier}"
         if head is None:
             return Position.beginning()
-        lineage = list(ancestors_of(head, self.handle.metadata))  # newest first
+        lineage = list(ancestors(head, self.handle.metadata))  # newest first
         version = opts.starting_version
         if version == "latest":
             return Position.after(head.snapshot_id, _seq(head))
@@ -325,7 +325,7 @@ class ContinuousEnumerator:
         """Apply onLineageBreak / failOnDataLoss to a broken position, or re-raise."""
         opts = self.options
         if isinstance(exc, ExpiredPositionError) and not opts.fail_on_data_loss and head:
-            oldest = list(ancestors_of(head, self.handle.metadata))[-1]
+            oldest = list(ancestors(head, self.handle.metadata))[-1]
             log.warning("position %s expired; failOnDataLoss=false: continuing from the "
                         "oldest snapshot still in the lineage, %d (data in between is lost)",
                         position.describe(), oldest.snapshot_id)

@@ -201,11 +201,14 @@ def read_entries(io: FileIO, manifest: ManifestFile, snapshot_id: int) -> list[M
 
 def live_data_files_of(io: FileIO, manifests: list[ManifestFile], snapshot_id: int,
                        keep_for: Callable[[int], KeepFile | None] | None = None,
+                       *, added_only: bool = False,
                        ) -> Iterator[tuple[ManifestFile, Iterator[LiveDataFile]]]:
     """Each data manifest with its live data files (:func:`iter_live_data_files`: decoded
     as they are iterated), in order; with ``keep_for`` (a filtered scan:
     :meth:`FilterEvaluators.stats_ok`), only the files that ``keep_for(manifest's spec id)``
-    keeps. Iterate each manifest's files before the next manifest.
+    keeps. Iterate each manifest's files before the next manifest. With ``added_only``
+    (incremental discovery: ``manifests`` are those ``snapshot_id`` added), only the files
+    ``snapshot_id`` added.
 
     No PyIceberg records (and no stats without a filter). The manifests'
     bytes are fetched on the manifest pool (``lookahead`` in flight, so a remote FileIO
@@ -232,7 +235,7 @@ def live_data_files_of(io: FileIO, manifests: list[ManifestFile], snapshot_id: i
     def files_of(manifest: ManifestFile, content: bytes, keep: KeepFile | None
                  ) -> Iterator[LiveDataFile]:
         try:
-            yield from iter_live_data_files(content, manifest, keep)
+            yield from iter_live_data_files(content, manifest, keep, added_only=added_only)
         except Exception as exc:
             raise unreadable(manifest, exc) from exc
 

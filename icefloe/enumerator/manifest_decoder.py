@@ -81,15 +81,15 @@ from pyiceberg.utils.schema_conversion import AvroSchemaConversion
 # column_sizes, value_counts, null_value_counts, nan_value_counts, lower_bounds, upper_bounds
 STATS_FIELD_IDS = frozenset({108, 109, 110, 137, 125, 128})
 # the stats a filtered scan decodes (the metrics evaluator's), by field id: FileStats slot
-_FILTER_STATS_SLOTS = {109: 8, 110: 9, 137: 10, 125: 11, 128: 12}
+_FILTER_STATS_SLOTS = {109: 9, 110: 10, 137: 11, 125: 12, 128: 13}
 _ENTRY_SCHEMA = MANIFEST_ENTRY_SCHEMAS[DEFAULT_READ_VERSION]
 _HEADER_READER = construct_reader(META_SCHEMA, {-1: AvroFileHeader})
 
 # what the generated entry function returns, in this order (by field id of the read schema)
-_ENTRY_SLOTS = {0: 0, 3: 1}  # status, sequence_number
+_ENTRY_SLOTS = {0: 0, 3: 1, 1: 8}  # status, sequence_number, snapshot_id
 _DATA_FILE_SLOTS = {100: 2, 101: 3, 102: 4, 103: 5, 104: 6, 132: 7}  # path ... split_offsets
-_SLOTS = 8
-_STATS_SLOTS = 13
+_SLOTS = 9
+_STATS_SLOTS = 14
 _DATA_FILE_ID = 2
 _PARTITION_ID = 102
 _ADDED = ManifestEntryStatus.ADDED.value
@@ -331,12 +331,14 @@ class _Codegen(CodegenBase):
                 self.lines.append(f"    r{slot} = {self.read_expr(child)}")
                 self.results[slot] = f"r{slot}"
 
-    def block_source(self) -> str:
-        """``decode_block(d, count, append, manifest_seq, inherit_all, keep)``: every entry
-        of one Avro block, each live one appended as a :class:`LiveDataFile` (the module
-        contract; with stats, only those ``keep`` accepts)."""
+    def block_source(self, added_only: bool = False) -> str:
+        """``decode_block(d, count, append, manifest_seq, inherit_all, keep, added_by)``:
+        every entry of one Avro block, each live one appended as a :class:`LiveDataFile`
+        (the module contract; with stats, only those ``keep`` accepts). With
+        ``added_only``, only ADDED entries whose snapshot id is ``added_by`` (a null
+        snapshot id, inherited from a manifest that ``added_by`` added, counts as it)."""
         r = self.results
-        status, seq, path, fmt, partition, records, size, offsets = r[:_SLOTS]
+        status, seq, path, fmt, partition, records, size, offsets, snapshot = r[:_SLOTS]
         out = self.bind(LiveDataFile)
         keep = []
         if self.with_stats:
@@ -344,14 +346,27 @@ class _Codegen(CodegenBase):
             keep = [f"        if not keep({self.bind(tuple.__new__)}"
                     f"({self.bind(FileStats)}, ({stats},))):",
                     "            continue"]
+        if added_only:
+            status_check = [
+                f"        if {status} != {_ADDED}:",
+                f"            if {status} not in {self.bind(_STATUSES)}:",
+                f"                {self.bind(_unknown_status)}({status})",
+                "            continue",
+                f"        if {snapshot} is not None and {snapshot} != added_by:",
+                "            continue",
+            ]
+        else:
+            status_check = [
+                f"        if {status} == {_DELETED}:",
+                "            continue",
+                f"        if {status} not in {self.bind(_STATUSES)}:",
+                f"            {self.bind(_unknown_status)}({status})",
+            ]
         return "\n".join([
-            "def decode_block(d, count, append, manifest_seq, inherit_all, keep):",
+            "def decode_block(d, count, append, manifest_seq, inherit_all, keep, added_by):",
             "    for _ in range(count):",
             *("    " + line for line in self.lines),
-            f"        if {status} == {_DELETED}:",
-            "            continue",
-            f"        if {status} not in {self.bind(_STATUSES)}:",
-            f"            {self.bind(_unknown_status)}({status})",
+            *status_check,
             f"        seq = {seq}",
             f"        if seq is None and (inherit_all or {status} == {_ADDED}):",
             "            seq = manifest_seq",
@@ -374,7 +389,7 @@ def _record_tuple(record: Any) -> tuple[Any, ...]:
 
 
 BlockDecoder = Callable[[BinaryDecoder, int, Callable[[LiveDataFile], None], int, bool,
-                         "KeepFile | None"], None]
+                         "KeepFile | None", "int | None"], None]
 
 
 class _Plan(NamedTuple):
@@ -383,16 +398,17 @@ class _Plan(NamedTuple):
 
 
 @lru_cache(maxsize=64)
-def _plan(avro_schema: str, with_stats: bool = False) -> _Plan:
+def _plan(avro_schema: str, with_stats: bool = False, added_only: bool = False) -> _Plan:
     """The decoders of one writer schema (a table's manifests share a few schemas); with
-    ``with_stats``, the filter's stats maps are read (slots 8-12) instead of skipped."""
+    ``with_stats``, the filter's stats maps are read (slots 9-13) instead of skipped; with
+    ``added_only``, only the entries a given snapshot added are kept."""
     file_schema: Schema = AvroSchemaConversion().avro_to_iceberg(json.loads(avro_schema))
     entry_reader = resolve_reader(file_schema, _ENTRY_SCHEMA)
     if not isinstance(entry_reader, StructReader):
         raise TypeError(f"manifest entry is not a struct: {entry_reader!r}")
     gen = _Codegen(with_stats)
     gen.struct(entry_reader, _ENTRY_SCHEMA.fields, _ENTRY_SLOTS)
-    source = gen.block_source()
+    source = gen.block_source(added_only)
     # the source holds only names made here (decoder methods, bound readers and values,
     # slot variables, int constants), never text from the file
     exec(compile(source, "<icefloe manifest block decoder>", "exec"), gen.namespace)
@@ -461,26 +477,32 @@ def live_data_files(content: bytes, manifest: ManifestFile, keep: KeepFile | Non
     return list(iter_live_data_files(content, manifest, keep))
 
 
-def iter_live_data_files(content: bytes, manifest: ManifestFile, keep: KeepFile | None = None
-                         ) -> Iterator[LiveDataFile]:
+def iter_live_data_files(content: bytes, manifest: ManifestFile, keep: KeepFile | None = None,
+                         *, added_only: bool = False) -> Iterator[LiveDataFile]:
     """:func:`live_data_files`, decoded one Avro block at a time as it is iterated.
 
     A planning loop that consumes each file as it comes keeps no manifest's worth of
     tuples alive: they die young, and the cyclic garbage collector (whose full passes
     over the heap are triggered by objects that survive) stays out of planning.
 
+    With ``added_only``, only the entries the manifest's own snapshot
+    (``manifest.added_snapshot_id``) ADDED: what an incremental read of that snapshot
+    takes from a manifest it wrote. Merged manifests carry the table's earlier files as
+    EXISTING entries; they are stepped over like the stats, never built.
+
     Raises:
         ValueError, EOFError: as :func:`live_data_files`, while iterating.
     """
     decoder, header, decompress = open_avro(content)
-    decode_block = _plan(header.meta["avro.schema"], keep is not None).decode_block
+    decode_block = _plan(header.meta["avro.schema"], keep is not None, added_only).decode_block
     new_block = _DECODER
     manifest_seq = manifest.sequence_number
     inherit_all = manifest_seq == 0
+    added_by = manifest.added_snapshot_id
     out: list[LiveDataFile] = []
     append = out.append
     for count, data in avro_blocks(decoder, header.sync, decompress):
-        decode_block(new_block(data), count, append, manifest_seq, inherit_all, keep)
+        decode_block(new_block(data), count, append, manifest_seq, inherit_all, keep, added_by)
         if out:
             yield from out
             out.clear()

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any, Protocol
 
 from pyiceberg.io import FileIO
-from pyiceberg.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestFile
+from pyiceberg.manifest import ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
 from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot
@@ -25,7 +25,7 @@ from icefloe.enumerator.discovery import (
     FilterEvaluators,
     live_data_files_of,
     live_entries,
-    snapshot_changes,
+    snapshot_added_manifests,
     snapshot_manifests,
 )
 from icefloe.splits.sizing import byte_ranges
@@ -156,18 +156,45 @@ class TableSplitPlanner:
                         yield split
                     ordinal += 1
 
+    def added_deletes(self, manifests: list[ManifestFile], snapshot_id: int
+                      ) -> DeleteIndex | None:
+        """The delete files ``snapshot_id`` added (ADDED entries of the delete manifests
+        among ``manifests``, the ones it wrote), indexed; None when it added none."""
+        delete_manifests = [m for m in manifests if m.content == ManifestContent.DELETES]
+
+        def added(entry: ManifestEntry) -> bool:
+            return entry.status == ManifestEntryStatus.ADDED and entry.snapshot_id == snapshot_id
+
+        index = None
+        for entry in live_entries(self.io, delete_manifests, snapshot_id, added):
+            if index is None:
+                index = DeleteIndex(self.unpartitioned)
+            index.add(entry)
+        return index
+
     def plan_added(self, snapshot: Snapshot) -> Iterator[FileSplit]:
-        changes = snapshot_changes(self.io, snapshot)
-        deletes = None
-        if changes.added_deletes:
-            deletes = DeleteIndex(self.unpartitioned)
-            for entry in changes.added_deletes:
-                deletes.add(entry)
+        """The data files ``snapshot`` itself added that the filter keeps, as splits
+        (ordinals from 0; manifest-list order, entry order, byte-range order), with the
+        delete files it added applied.
+
+        Only the manifests the snapshot wrote are opened (:func:`snapshot_added_manifests`),
+        and their data entries go through the planning-only decoder with ``added_only``:
+        a merged manifest's EXISTING entries (an append merges the table's earlier
+        manifests into its own) are stepped over, never built, so the cost per snapshot is
+        the bytes of the manifests it wrote, not PyIceberg records with stats for each.
+        """
+        snapshot_id = snapshot.snapshot_id
+        own = snapshot_added_manifests(self.io, snapshot)
+        deletes = self.added_deletes(own, snapshot_id)
+        data = [m for m in own if m.content == ManifestContent.DATA]
+        keep_for = None if self.filters.always_true else self.filters.stats_ok
         ordinal = 0
-        for entry in changes.added_data:
-            if entry.data_file.content != DataFileContent.DATA or \
-                    not self.filters.file_ok(entry.data_file):
-                continue
-            for split in self.entry_splits(entry, snapshot.snapshot_id, ordinal, deletes):
-                yield split
-                ordinal += 1
+        for manifest, files in live_data_files_of(self.io, data, snapshot_id, keep_for,
+                                                  added_only=True):
+            spec_id = manifest.partition_spec_id
+            for path, fmt, partition, records, size, offsets, seq in files:
+                for split in self.file_splits(path, fmt, partition, records, size, offsets,
+                                               spec_id, seq or INITIAL_SEQUENCE_NUMBER,
+                                               snapshot_id, ordinal, deletes):
+                    yield split
+                    ordinal += 1

@@ -1,0 +1,154 @@
+"""Incremental planning (``plan_added``) through the planning-only decoder, against
+PyIceberg's records.
+
+Oracle: the entries ``snapshot_changes`` builds with PyIceberg's manifest reader (the path
+``plan_added`` took before: ADDED entries of the snapshot's own manifests, ``file_ok`` for a
+filter, ``entry_splits``), and PyIceberg's ``incremental_append_scan`` for the files of
+append snapshots. Tables are merge-appended (``commit.manifest-merge.enabled``), so a
+snapshot's own manifest also holds the table's earlier files as EXISTING entries and the
+files deleted by an overwrite as DELETED ones, which ``plan_added`` must step over.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from pyiceberg.catalog import Catalog
+from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.manifest import ManifestContent, ManifestEntryStatus
+from pyiceberg.table import Table
+from pyiceberg.table.snapshots import Snapshot
+
+from icefloe.enumerator.deletes import DeleteIndex
+from icefloe.enumerator.discovery import (
+    read_entries,
+    snapshot_added_manifests,
+    snapshot_changes,
+)
+from icefloe.enumerator.planner import TableSplitPlanner
+from icefloe.splits.split import FileSplit
+from tests.helpers.tables import EVENTS_SCHEMA, add_position_deletes, rows
+from tests.helpers.tables import live_data_files as table_data_files
+
+MERGE = {"commit.manifest-merge.enabled": "true", "commit.manifest.min-count-to-merge": "2"}
+
+
+def _merged_table(catalog: Catalog, version: int) -> Table:
+    catalog.create_namespace_if_not_exists("db")
+    table = catalog.create_table(f"db.merged_v{version}", EVENTS_SCHEMA,
+                                 properties={"format-version": str(version), **MERGE})
+    for i in range(5):
+        table.append(rows(10, start=10 * i))
+    table.delete("id >= 12 and id < 15")  # copy-on-write: DELETED + ADDED in one snapshot
+    table.append(rows(10, start=100))
+    return table
+
+
+def _reference(planner: TableSplitPlanner, table: Table, snapshot: Snapshot
+               ) -> list[FileSplit]:
+    """``plan_added`` as it was: PyIceberg's full entries of the snapshot's manifests."""
+    changes = snapshot_changes(table.io, snapshot)
+    deletes = None
+    if changes.added_deletes:
+        deletes = DeleteIndex(planner.unpartitioned)
+        for entry in changes.added_deletes:
+            deletes.add(entry)
+    out: list[FileSplit] = []
+    for entry in changes.added_data:
+        if planner.filters.file_ok(entry.data_file):
+            out.extend(planner.entry_splits(entry, snapshot.snapshot_id, len(out), deletes))
+    return out
+
+
+def _planner(table: Table, filter_text: str | None = None, split_size: int = 1 << 27
+             ) -> TableSplitPlanner:
+    return TableSplitPlanner(table.metadata, table.io, table.schema(), filter_text, True,
+                             split_size)
+
+
+def _statuses(table: Table, snapshot: Snapshot) -> set[ManifestEntryStatus]:
+    """Statuses in the data manifests ``snapshot`` wrote."""
+    own = snapshot_added_manifests(table.io, snapshot)
+    return {e.status for m in own if m.content == ManifestContent.DATA
+            for e in read_entries(table.io, m, snapshot.snapshot_id)}
+
+
+@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("split_size", [1 << 27, 600])
+def test_added_splits_equal_pyiceberg_entries_on_merged_manifests(
+        catalog: SqlCatalog, version: int, split_size: int) -> None:
+    table = _merged_table(catalog, version)
+    planner = _planner(table, split_size=split_size)
+    snapshots = table.snapshots()
+    assert len(snapshots) == 7
+
+    for snapshot in snapshots:
+        fast = list(planner.plan_added(snapshot))
+        assert fast == _reference(planner, table, snapshot), snapshot.snapshot_id
+        assert [s.ordinal for s in fast] == list(range(len(fast)))
+
+    # the manifests were merged: later snapshots' own manifests carry EXISTING entries,
+    # the overwrite's a DELETED one, and each snapshot still yields only its own files
+    assert ManifestEntryStatus.EXISTING in _statuses(table, snapshots[4])
+    assert ManifestEntryStatus.DELETED in _statuses(table, snapshots[5])
+    for older, newer in itertools.pairwise(snapshots):
+        scan = table.incremental_append_scan(from_snapshot_id_exclusive=older.snapshot_id,
+                                             to_snapshot_id_inclusive=newer.snapshot_id)
+        if newer.summary is not None and newer.summary.operation.value == "append":
+            expected = sorted(t.file.file_path for t in scan.plan_files())
+            assert sorted({s.file_path for s in planner.plan_added(newer)}) == expected
+
+
+def test_added_splits_with_a_filter(catalog: SqlCatalog) -> None:
+    table = _merged_table(catalog, 2)
+    planner = _planner(table, "id >= 35")
+    kept = 0
+    for snapshot in table.snapshots():
+        fast = list(planner.plan_added(snapshot))
+        assert fast == _reference(planner, table, snapshot)
+        kept += len(fast)
+    unfiltered = sum(len(list(_planner(table).plan_added(s))) for s in table.snapshots())
+    assert 0 < kept < unfiltered  # the metrics evaluator pruned some files, not all
+
+
+def test_added_delete_files_apply_to_added_data(catalog: SqlCatalog) -> None:
+    """A snapshot that adds only a delete file yields no splits; the delete index of a
+    snapshot holds only the delete files it added."""
+    table = _merged_table(catalog, 2)
+    live = sorted(table_data_files(table))
+    snapshot = add_position_deletes(table, {live[0]: [0]})
+    table.append(rows(5, start=500))
+    table = catalog.load_table("db.merged_v2")
+    planner = _planner(table)
+    assert list(planner.plan_added(snapshot)) == _reference(planner, table, snapshot) == []
+    own = snapshot_added_manifests(table.io, snapshot)
+    index = planner.added_deletes(own, snapshot.snapshot_id)
+    assert index is not None and index.count == 1
+    head = table.current_snapshot()
+    assert head is not None
+    assert planner.added_deletes(snapshot_added_manifests(table.io, head),
+                                 head.snapshot_id) is None
+    assert list(planner.plan_added(head)) == _reference(planner, table, head)
+
+
+def test_ancestor_walk_equals_pyiceberg_and_follows_new_metadata(catalog: SqlCatalog) -> None:
+    """``lineage.ancestors`` (a dict index per metadata object) walks the chain PyIceberg's
+    ``ancestors_of`` walks, and a refreshed table's metadata gets a fresh index."""
+    from pyiceberg.table.snapshots import ancestors_of
+
+    from icefloe.enumerator.lineage import ancestors, snapshot_by_id, snapshots_between
+
+    table = _merged_table(catalog, 2)
+    head = table.current_snapshot()
+    assert head is not None
+    ours = [s.snapshot_id for s in ancestors(head, table.metadata)]
+    assert ours == [s.snapshot_id for s in ancestors_of(head, table.metadata)]
+    assert len(ours) == 7
+    assert [s.snapshot_id for s in snapshots_between(table.metadata, head, ours[3])] == \
+        ours[:3][::-1]
+    table.append(rows(3, start=900))  # new metadata object: the index is rebuilt
+    new_head = table.current_snapshot()
+    assert new_head is not None
+    assert snapshot_by_id(table.metadata, new_head.snapshot_id) == new_head
+    assert [s.snapshot_id for s in ancestors(new_head, table.metadata)][1:] == ours
