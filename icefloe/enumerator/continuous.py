@@ -29,6 +29,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.table.snapshots import Snapshot
 
 from icefloe.catalog.handle import TableHandle
+from icefloe.enumerator.discovery import ChangeFetcher
 from icefloe.enumerator.lineage import ancestors, snapshots_between
 from icefloe.enumerator.planner import SplitPlanner, TableSplitPlanner
 from icefloe.enumerator.policy import Action, decide, operation_of
@@ -184,6 +185,7 @@ class ContinuousEnumerator:
         self._planner: SplitPlanner | None = planner
         self._planner_key: object = None
         self._cursor: _Cursor | None = None
+        self._fetcher: ChangeFetcher | None = None
         mode = schema_mode or options.schema_mode("local")
         self.schema_policy = SchemaPolicy(mode, options.allow_column_rename,
                                           options.allow_column_drop, handle.identifier)
@@ -242,7 +244,7 @@ class ContinuousEnumerator:
                       else None) or metadata.schema()
             planner = TableSplitPlanner(
                 self.handle.metadata, self.handle.io, schema, self.options.filter,
-                self.options.case_sensitive, self.options.split_size)
+                self.options.case_sensitive, self.options.split_size, self._fetcher_for_io())
             if self.options.changelog:
                 from icefloe.enumerator.changelog import ChangelogPlanner
 
@@ -254,6 +256,23 @@ class ContinuousEnumerator:
                     self.handle.metadata.format_version)
             self._planner_key = key
         return self._planner
+
+    def _fetcher_for_io(self) -> ChangeFetcher | None:
+        """The fetcher of the table's FileIO that plain incremental planning reads
+        through (None for a changelog, which reads the snapshots' changes itself)."""
+        if self.options.changelog:
+            return None
+        if self._fetcher is None or self._fetcher.io is not self.handle.io:
+            self._fetcher = ChangeFetcher(self.handle.io)
+        return self._fetcher
+
+    def _fetch_ahead(self, units: list[tuple[Phase, Snapshot, int]], index: int) -> None:
+        """Start fetching the files of the incremental units from ``units[index]`` on."""
+        fetcher = self._fetcher
+        if fetcher is None or self._fixed_planner is not None:
+            return
+        fetcher.ahead(snap for phase, snap, start in units[index:index + fetcher.depth]
+                      if phase == "incremental" and start == 0)
 
     # -- starting strategies -----------------------------------------------------
 
@@ -468,6 +487,8 @@ class ContinuousEnumerator:
                              change.to_schema_id)
                     items.append(SchemaSwitch(snap.snapshot_id, _seq(snap), schema, change))
             tag = schema.schema_id if schema.schema_id != self.base_schema_id else None
+            if phase == "incremental" and start == 0:
+                self._fetch_ahead(units, unit_index)
             cursor = self._unit_splits(phase, snap, start, schema.schema_id)
             stopped = False
             while True:

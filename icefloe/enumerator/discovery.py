@@ -27,7 +27,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import cache
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from pyiceberg.avro.decoder import new_decoder
 from pyiceberg.avro.file import AvroFile
@@ -199,9 +199,20 @@ def read_entries(io: FileIO, manifest: ManifestFile, snapshot_id: int) -> list[M
         ) from exc
 
 
+def fetch_bytes(io: FileIO, location: str) -> bytes | Exception:
+    """The whole file at ``location``, or the exception reading it raised (returned, so
+    a fetch on the pool is raised in order, in the planning thread)."""
+    try:
+        with io.new_input(location).open() as f:
+            return f.read()
+    except Exception as exc:
+        return exc
+
+
 def live_data_files_of(io: FileIO, manifests: list[ManifestFile], snapshot_id: int,
                        keep_for: Callable[[int], KeepFile | None] | None = None,
                        *, added_only: bool = False,
+                       contents: Iterable[bytes | Exception] | None = None,
                        ) -> Iterator[tuple[ManifestFile, Iterator[LiveDataFile]]]:
     """Each data manifest with its live data files (:func:`iter_live_data_files`: decoded
     as they are iterated), in order; with ``keep_for`` (a filtered scan:
@@ -212,19 +223,16 @@ def live_data_files_of(io: FileIO, manifests: list[ManifestFile], snapshot_id: i
 
     No PyIceberg records (and no stats without a filter). The manifests'
     bytes are fetched on the manifest pool (``lookahead`` in flight, so a remote FileIO
-    overlaps requests); decoding runs in the calling thread, one manifest at a time,
-    which keeps the pool's threads from contending for the GIL with it.
+    overlaps requests), or taken from ``contents`` (what :func:`fetch_bytes` returned for
+    each manifest, in order: fetched ahead); decoding runs in the calling thread, one
+    manifest at a time, which keeps the pool's threads from contending for the GIL with it.
 
     Raises:
         DataFileError: a manifest is missing or unreadable (names it and the snapshot),
             when it is reached or while its files are iterated.
     """
     def fetch(manifest: ManifestFile) -> bytes | Exception:
-        try:
-            with io.new_input(manifest.manifest_path).open() as f:
-                return f.read()
-        except Exception as exc:  # raised in order, in the caller's thread
-            return exc
+        return fetch_bytes(io, manifest.manifest_path)
 
     def unreadable(manifest: ManifestFile, exc: Exception) -> DataFileError:
         return DataFileError(
@@ -239,7 +247,9 @@ def live_data_files_of(io: FileIO, manifests: list[ManifestFile], snapshot_id: i
         except Exception as exc:
             raise unreadable(manifest, exc) from exc
 
-    for manifest, content in zip(manifests, ordered_map(fetch, manifests), strict=True):
+    if contents is None:
+        contents = ordered_map(fetch, manifests)
+    for manifest, content in zip(manifests, contents, strict=True):
         if isinstance(content, Exception):
             raise unreadable(manifest, content) from content
         keep = keep_for(manifest.partition_spec_id) if keep_for else None
@@ -275,6 +285,73 @@ def snapshot_added_manifests(io: FileIO, snapshot: Snapshot) -> list[ManifestFil
             f"cannot read manifest list {snapshot.manifest_list} of snapshot "
             f"{snapshot.snapshot_id}: {type(exc).__name__}: {exc}"
         ) from exc
+
+
+class SnapshotFiles(NamedTuple):
+    """What incremental planning of one snapshot reads, fetched: the manifests it added
+    and the bytes of each of its data manifests (or the exception reading it raised);
+    None when they were not fetched (read them with :func:`live_data_files_of`)."""
+
+    added: list[ManifestFile]
+    data_contents: list[bytes | Exception] | None
+
+
+class ChangeFetcher:
+    """Fetches ahead, on the manifest pool, what incremental planning of the next
+    snapshots of a catch-up reads: each one's manifest list (scanned for the manifests it
+    added) and the bytes of the data manifests it added.
+
+    A backlog is otherwise walked one snapshot at a time, two dependent reads each
+    (manifest list, then manifest): on an object store that is two round trips per
+    snapshot in series. Runs on the enumerator: :meth:`ahead` from the enumeration loop,
+    :meth:`take` from ``plan_added``, both in the planning thread. At most ``depth``
+    snapshots are fetched or held at once (their manifests' bytes); a snapshot never
+    taken is dropped when the fetcher is. A failed fetch is raised by :meth:`take` (as
+    :func:`snapshot_added_manifests` raises) and not kept: a retry reads again.
+
+    A snapshot that added more than ``max_manifests`` data manifests (a big commit) has
+    only its manifest list fetched ahead: its manifests are read when it is planned,
+    ``lookahead`` at a time (:func:`live_data_files_of`), not one by one in a pool task.
+    """
+
+    def __init__(self, io: FileIO, depth: int = 8, max_manifests: int = 4) -> None:
+        self.io = io
+        self.depth = depth
+        self.max_manifests = max_manifests
+        self._pending: dict[int, Future[SnapshotFiles | DataFileError]] = {}
+
+    def _fetch(self, snapshot: Snapshot) -> SnapshotFiles | DataFileError:
+        """Runs on the manifest pool (or in the planning thread, for a snapshot that was
+        not fetched ahead)."""
+        try:
+            added = snapshot_added_manifests(self.io, snapshot)
+        except DataFileError as exc:
+            return exc
+        data = [m.manifest_path for m in added if m.content == ManifestContent.DATA]
+        if len(data) > self.max_manifests:
+            return SnapshotFiles(added, None)
+        return SnapshotFiles(added, [fetch_bytes(self.io, path) for path in data])
+
+    def ahead(self, snapshots: Iterable[Snapshot]) -> None:
+        """Start fetching the first of ``snapshots`` (the next ones to be planned, in
+        order) up to ``depth`` held in all."""
+        for snapshot in snapshots:
+            if len(self._pending) >= self.depth:
+                return
+            if snapshot.snapshot_id not in self._pending:
+                self._pending[snapshot.snapshot_id] = _POOL.submit(self._fetch, snapshot)
+
+    def take(self, snapshot: Snapshot) -> SnapshotFiles:
+        """The fetched files of ``snapshot`` (read now if it was not fetched ahead).
+
+        Raises:
+            DataFileError: its manifest list is missing or unreadable.
+        """
+        future = self._pending.pop(snapshot.snapshot_id, None)
+        got = future.result() if future is not None else self._fetch(snapshot)
+        if isinstance(got, DataFileError):
+            raise got
+        return got
 
 
 def live_entries(

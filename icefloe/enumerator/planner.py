@@ -22,10 +22,10 @@ from pyiceberg.transforms import VoidTransform
 
 from icefloe.enumerator.deletes import INITIAL_SEQUENCE_NUMBER, DeleteIndex, partition_tuple
 from icefloe.enumerator.discovery import (
+    ChangeFetcher,
     FilterEvaluators,
     live_data_files_of,
     live_entries,
-    snapshot_added_manifests,
     snapshot_manifests,
 )
 from icefloe.splits.sizing import byte_ranges
@@ -56,13 +56,18 @@ class TableSplitPlanner:
         filter_text: a PyIceberg row-filter string, or None.
         case_sensitive: how filter column names resolve.
         split_size: target bytes per split (big files are cut on row-group boundaries).
+        fetcher: what fetches the files :meth:`plan_added` reads, ahead of it (the
+            continuous enumerator's, which it tells the coming snapshots); None: one
+            that reads them when asked.
     """
 
     def __init__(self, metadata: TableMetadata, io: FileIO, schema: Schema,
-                 filter_text: str | None, case_sensitive: bool, split_size: int) -> None:
+                 filter_text: str | None, case_sensitive: bool, split_size: int,
+                 fetcher: ChangeFetcher | None = None) -> None:
         self.metadata = metadata
         self.io = io
         self.split_size = split_size
+        self.fetcher = fetcher if fetcher is not None else ChangeFetcher(io, depth=0)
         self.filters = FilterEvaluators(metadata, schema, filter_text, case_sensitive)
         # as Java's PartitionSpec.isUnpartitioned(): a spec of void fields only (a v1 table's
         # removed partition fields) is unpartitioned, so its equality deletes are global
@@ -184,13 +189,13 @@ class TableSplitPlanner:
         the bytes of the manifests it wrote, not PyIceberg records with stats for each.
         """
         snapshot_id = snapshot.snapshot_id
-        own = snapshot_added_manifests(self.io, snapshot)
+        own, contents = self.fetcher.take(snapshot)
         deletes = self.added_deletes(own, snapshot_id)
         data = [m for m in own if m.content == ManifestContent.DATA]
         keep_for = None if self.filters.always_true else self.filters.stats_ok
         ordinal = 0
         for manifest, files in live_data_files_of(self.io, data, snapshot_id, keep_for,
-                                                  added_only=True):
+                                                  added_only=True, contents=contents):
             spec_id = manifest.partition_spec_id
             for path, fmt, partition, records, size, offsets, seq in files:
                 for split in self.file_splits(path, fmt, partition, records, size, offsets,
