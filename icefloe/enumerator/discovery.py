@@ -27,7 +27,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import cache
-from typing import Any, NamedTuple, TypeVar
+from typing import NamedTuple, TypeVar
 
 from pyiceberg.avro.decoder import new_decoder
 from pyiceberg.avro.file import AvroFile
@@ -41,11 +41,7 @@ from pyiceberg.expressions.visitors import (
 )
 from pyiceberg.io import FileIO
 from pyiceberg.manifest import (
-    DEFAULT_READ_VERSION,
-    MANIFEST_ENTRY_SCHEMAS,
     DataFile,
-    DataFileContent,
-    FileFormat,
     ManifestContent,
     ManifestEntry,
     ManifestEntryStatus,
@@ -57,10 +53,14 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot
 
 from icefloe.enumerator.manifest_decoder import (
+    ENTRY_SCHEMA,
+    RECORD_READ_ENUMS,
+    RECORD_READ_TYPES,
     FileStats,
     KeepFile,
     LiveDataFile,
     iter_live_data_files,
+    own_entries,
 )
 from icefloe.enumerator.manifest_list_decoder import added_manifests
 from icefloe.errors import DataFileError
@@ -153,17 +153,15 @@ class FilterEvaluators:
         return self.partition_ok(data_file.spec_id)(data_file) and self._metrics(data_file)
 
 
-_ENTRY_SCHEMA = MANIFEST_ENTRY_SCHEMAS[DEFAULT_READ_VERSION]
-_READ_TYPES: dict[int, Any] = {-1: ManifestEntry, 2: DataFile}
-_READ_ENUMS: dict[int, Any] = {0: ManifestEntryStatus, 101: FileFormat, 134: DataFileContent}
 
 
 def decode_entries(io: FileIO, manifest: ManifestFile) -> list[ManifestEntry]:
     """All entries (live and deleted) of one manifest, in file order, with inherited
     sequence numbers and snapshot ids (as PyIceberg's ``fetch_manifest_entry``)."""
     entries: list[ManifestEntry] = []
-    with AvroFile[ManifestEntry](io.new_input(manifest.manifest_path), _ENTRY_SCHEMA,
-                                 read_types=_READ_TYPES, read_enums=_READ_ENUMS) as avro:
+    with AvroFile[ManifestEntry](io.new_input(manifest.manifest_path), ENTRY_SCHEMA,
+                                 read_types=RECORD_READ_TYPES,
+                                 read_enums=RECORD_READ_ENUMS) as avro:
         read = avro.reader.read
         decoder = avro.decoder
         codec = avro.header.compression_codec()
@@ -383,12 +381,30 @@ def snapshot_changes(io: FileIO, snapshot: Snapshot) -> SnapshotChanges:
     """Entries ``snapshot`` added or deleted. Only manifests whose ``added_snapshot_id``
     is the snapshot are built and opened (:func:`snapshot_added_manifests`); the rest of
     the manifest list is stepped over, so the cost follows the size of the change (plus
-    a scan of the list that is cheap per manifest)."""
+    a scan of the list that is cheap per manifest). In those manifests only the
+    snapshot's own entries are built (:func:`own_entries`): a merged manifest's EXISTING
+    entries are stepped over.
+
+    Raises:
+        DataFileError: the manifest list or a manifest is missing or unreadable.
+    """
     sid = snapshot.snapshot_id
     own = snapshot_added_manifests(io, snapshot)
+
+    def load(manifest: ManifestFile) -> list[ManifestEntry]:
+        content = fetch_bytes(io, manifest.manifest_path)
+        try:
+            if isinstance(content, Exception):
+                raise content
+            return own_entries(content, manifest)
+        except Exception as exc:
+            raise DataFileError(
+                f"cannot read manifest {manifest.manifest_path} of snapshot {sid}: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+
     changes = SnapshotChanges()
-    for manifest, entries in zip(own, ordered_map(lambda m: read_entries(io, m, sid), own),
-                                 strict=True):
+    for manifest, entries in zip(own, ordered_map(load, own), strict=True):
         for entry in entries:
             if entry.snapshot_id != sid:
                 continue

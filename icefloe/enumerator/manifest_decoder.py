@@ -47,7 +47,7 @@ import json
 import struct
 from collections.abc import Callable, Iterator
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from pyiceberg.avro.codecs import AVRO_CODEC_KEY, KNOWN_CODECS
 from pyiceberg.avro.decoder import BinaryDecoder, new_decoder
@@ -70,9 +70,13 @@ from pyiceberg.avro.resolver import EnumReader, construct_reader, resolve_reader
 from pyiceberg.manifest import (
     DEFAULT_READ_VERSION,
     MANIFEST_ENTRY_SCHEMAS,
+    DataFile,
+    DataFileContent,
     FileFormat,
+    ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
+    _inherit_from_manifest,
 )
 from pyiceberg.schema import Schema
 from pyiceberg.table import TableProperties
@@ -82,7 +86,7 @@ from pyiceberg.utils.schema_conversion import AvroSchemaConversion
 STATS_FIELD_IDS = frozenset({108, 109, 110, 137, 125, 128})
 # the stats a filtered scan decodes (the metrics evaluator's), by field id: FileStats slot
 _FILTER_STATS_SLOTS = {109: 9, 110: 10, 137: 11, 125: 12, 128: 13}
-_ENTRY_SCHEMA = MANIFEST_ENTRY_SCHEMAS[DEFAULT_READ_VERSION]
+ENTRY_SCHEMA = MANIFEST_ENTRY_SCHEMAS[DEFAULT_READ_VERSION]
 _HEADER_READER = construct_reader(META_SCHEMA, {-1: AvroFileHeader})
 
 # what the generated entry function returns, in this order (by field id of the read schema)
@@ -251,7 +255,7 @@ class _Codegen(CodegenBase):
     """Builds the source of ``decode_entry(d)`` from a resolved entry reader."""
 
     def __init__(self, with_stats: bool = False) -> None:
-        super().__init__("read_ints", "read_int_bytes_dict")
+        super().__init__("read_ints", "read_int_bytes_dict", "tell")
         self.with_stats = with_stats
         self.results = ["None"] * (_STATS_SLOTS if with_stats else _SLOTS)
 
@@ -331,14 +335,30 @@ class _Codegen(CodegenBase):
                 self.lines.append(f"    r{slot} = {self.read_expr(child)}")
                 self.results[slot] = f"r{slot}"
 
-    def block_source(self, added_only: bool = False) -> str:
+    def block_source(self, mode: DecodeMode = "live") -> str:
         """``decode_block(d, count, append, manifest_seq, inherit_all, keep, added_by)``:
         every entry of one Avro block, each live one appended as a :class:`LiveDataFile`
-        (the module contract; with stats, only those ``keep`` accepts). With
-        ``added_only``, only ADDED entries whose snapshot id is ``added_by`` (a null
-        snapshot id, inherited from a manifest that ``added_by`` added, counts as it)."""
+        (the module contract; with stats, only those ``keep`` accepts). Mode ``added``:
+        only ADDED entries whose snapshot id is ``added_by`` (a null snapshot id,
+        inherited from a manifest that ``added_by`` added, counts as it). Mode ``own``:
+        the offset in the block (``tell``) of each ADDED or DELETED entry of ``added_by``
+        is appended instead, nothing is built."""
         r = self.results
         status, seq, path, fmt, partition, records, size, offsets, snapshot = r[:_SLOTS]
+        if mode == "own":
+            return "\n".join([
+                "def decode_block(d, count, append, manifest_seq, inherit_all, keep, added_by):",
+                "    for _ in range(count):",
+                "        at = tell(d)",
+                *("    " + line for line in self.lines),
+                f"        if {status} not in {self.bind(_STATUSES)}:",
+                f"            {self.bind(_unknown_status)}({status})",
+                f"        if ({status} == {_ADDED} or {status} == {_DELETED}) and "
+                f"({snapshot} is None or {snapshot} == added_by):",
+                "            append(at)",
+                "",
+            ])
+        added_only = mode == "added"
         out = self.bind(LiveDataFile)
         keep = []
         if self.with_stats:
@@ -388,7 +408,9 @@ def _record_tuple(record: Any) -> tuple[Any, ...]:
     return tuple(record[i] for i in range(len(record)))
 
 
-BlockDecoder = Callable[[BinaryDecoder, int, Callable[[LiveDataFile], None], int, bool,
+DecodeMode = Literal["live", "added", "own"]
+# append takes a LiveDataFile, or an int offset in mode "own"
+BlockDecoder = Callable[[BinaryDecoder, int, Callable[[Any], None], int, bool,
                          "KeepFile | None", "int | None"], None]
 
 
@@ -398,17 +420,17 @@ class _Plan(NamedTuple):
 
 
 @lru_cache(maxsize=64)
-def _plan(avro_schema: str, with_stats: bool = False, added_only: bool = False) -> _Plan:
+def _plan(avro_schema: str, with_stats: bool = False, mode: DecodeMode = "live") -> _Plan:
     """The decoders of one writer schema (a table's manifests share a few schemas); with
-    ``with_stats``, the filter's stats maps are read (slots 9-13) instead of skipped; with
-    ``added_only``, only the entries a given snapshot added are kept."""
+    ``with_stats``, the filter's stats maps are read (slots 9-13) instead of skipped;
+    ``mode`` as :meth:`_Codegen.block_source`."""
     file_schema: Schema = AvroSchemaConversion().avro_to_iceberg(json.loads(avro_schema))
-    entry_reader = resolve_reader(file_schema, _ENTRY_SCHEMA)
+    entry_reader = resolve_reader(file_schema, ENTRY_SCHEMA)
     if not isinstance(entry_reader, StructReader):
         raise TypeError(f"manifest entry is not a struct: {entry_reader!r}")
     gen = _Codegen(with_stats)
-    gen.struct(entry_reader, _ENTRY_SCHEMA.fields, _ENTRY_SLOTS)
-    source = gen.block_source(added_only)
+    gen.struct(entry_reader, ENTRY_SCHEMA.fields, _ENTRY_SLOTS)
+    source = gen.block_source(mode)
     # the source holds only names made here (decoder methods, bound readers and values,
     # slot variables, int constants), never text from the file
     exec(compile(source, "<icefloe manifest block decoder>", "exec"), gen.namespace)
@@ -494,7 +516,8 @@ def iter_live_data_files(content: bytes, manifest: ManifestFile, keep: KeepFile 
         ValueError, EOFError: as :func:`live_data_files`, while iterating.
     """
     decoder, header, decompress = open_avro(content)
-    decode_block = _plan(header.meta["avro.schema"], keep is not None, added_only).decode_block
+    decode_block = _plan(header.meta["avro.schema"], keep is not None,
+                         "added" if added_only else "live").decode_block
     new_block = _DECODER
     manifest_seq = manifest.sequence_number
     inherit_all = manifest_seq == 0
@@ -506,3 +529,50 @@ def iter_live_data_files(content: bytes, manifest: ManifestFile, keep: KeepFile 
         if out:
             yield from out
             out.clear()
+
+
+# what PyIceberg's manifest reading builds records of (``ManifestFile.fetch_manifest_entry``)
+RECORD_READ_TYPES: dict[int, Any] = {-1: ManifestEntry, 2: DataFile}
+RECORD_READ_ENUMS: dict[int, Any] = {0: ManifestEntryStatus, 101: FileFormat,
+                                     134: DataFileContent}
+
+
+@lru_cache(maxsize=64)
+def _record_reader(avro_schema: str) -> Reader:
+    """PyIceberg's reader of whole ``ManifestEntry`` records for one writer schema (what
+    ``AvroFile`` resolves for ``ManifestFile.fetch_manifest_entry``)."""
+    file_schema: Schema = AvroSchemaConversion().avro_to_iceberg(json.loads(avro_schema))
+    return resolve_reader(file_schema, ENTRY_SCHEMA, RECORD_READ_TYPES, RECORD_READ_ENUMS)
+
+
+def own_entries(content: bytes, manifest: ManifestFile) -> list[ManifestEntry]:
+    """The entries of one manifest file's bytes that its own snapshot
+    (``manifest.added_snapshot_id``) ADDED or DELETED, in file order, as PyIceberg's
+    records with inherited sequence numbers and snapshot ids (what reading every entry
+    with ``ManifestFile.fetch_manifest_entry`` and keeping those would give).
+
+    The other entries (a merged manifest's EXISTING ones: most of it) are stepped over
+    by the planning decoder, which notes where each own entry starts; only those are
+    then read with PyIceberg's reader, from there.
+
+    Raises:
+        ValueError, EOFError: as :func:`live_data_files`.
+    """
+    decoder, header, decompress = open_avro(content)
+    schema = header.meta["avro.schema"]
+    find = _plan(schema, False, "own").decode_block
+    read = _record_reader(schema).read
+    new_block = _DECODER
+    added_by = manifest.added_snapshot_id
+    out: list[ManifestEntry] = []
+    offsets: list[int] = []
+    for count, data in avro_blocks(decoder, header.sync, decompress):
+        find(new_block(data), count, offsets.append, 0, False, None, added_by)
+        if not offsets:
+            continue
+        records = new_block(data)
+        for at in offsets:
+            records.skip(at - records.tell())
+            out.append(_inherit_from_manifest(read(records), manifest))
+        offsets.clear()
+    return out

@@ -228,3 +228,34 @@ def test_continuous_enumerator_fetches_the_backlog_ahead(catalog: SqlCatalog) ->
     expected = [s for snap in table.snapshots() for s in _planner(table).plan_added(snap)]
     assert got == expected
     assert max(held) > 0  # the next snapshots were in flight between calls
+
+
+def test_own_entries_equal_pyiceberg_records_of_the_snapshot(catalog: SqlCatalog) -> None:
+    """``own_entries`` (what ``snapshot_changes`` and so the changelog read) gives the
+    records PyIceberg's reader builds for the entries the manifest's snapshot ADDED or
+    DELETED, in order, data and delete manifests alike, and steps over the rest."""
+    from icefloe.enumerator.discovery import decode_entries, fetch_bytes
+    from icefloe.enumerator.manifest_decoder import own_entries
+
+    table = _merged_table(catalog, 2)
+    live = sorted(table_data_files(table))
+    add_position_deletes(table, {live[0]: [0]})
+    table = catalog.load_table("db.merged_v2")
+    statuses, skipped = set(), 0
+    for snapshot in table.snapshots():
+        for manifest in snapshot_added_manifests(table.io, snapshot):
+            every = decode_entries(table.io, manifest)
+            expected = [e for e in every if e.snapshot_id == snapshot.snapshot_id
+                        and e.status != ManifestEntryStatus.EXISTING]
+            content = fetch_bytes(table.io, manifest.manifest_path)
+            assert isinstance(content, bytes)
+            got = own_entries(content, manifest)
+            assert got == expected
+            assert [e.data_file.file_path for e in got] == \
+                [e.data_file.file_path for e in expected]
+            statuses |= {(manifest.content, e.status) for e in got}
+            skipped += len(every) - len(got)
+    assert statuses == {(ManifestContent.DATA, ManifestEntryStatus.ADDED),
+                        (ManifestContent.DATA, ManifestEntryStatus.DELETED),
+                        (ManifestContent.DELETES, ManifestEntryStatus.ADDED)}
+    assert skipped > 10  # merged manifests' EXISTING entries were stepped over
