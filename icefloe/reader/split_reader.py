@@ -123,8 +123,8 @@ _THREADED_DECODE_BYTES = 1024 * 1024
 
 # rows Parquet decodes per call (PyArrow's dataset scan decodes 128k-row batches too): the
 # decoded batch is handed on as zero-copy slices of ``batch_size`` rows. Decoding 64k-row
-# batches took 6% more CPU and 1.22x the wall time on the 20M-row read (same process, quiet
-# 2-core machine; RESULTS.md, Backfill): the gap to PyArrow there
+# batches took ~6% more CPU on the 20M-row read (alternated processes, RESULTS.md,
+# Backfill: per-call set-up of the column readers and builders)
 _DECODE_ROWS = 131072
 
 
