@@ -1,6 +1,6 @@
 """Run the benchmark suite and write ``benchmarks/RESULTS.md``.
 
-    uv run python -m benchmarks.run --scale quick|full [--only NAME]
+    uv run python -m benchmarks.run --scale quick|full [--only NAME] [--repeat N]
 
 Runs every ``benchmarks/bench_*.py`` module that exposes ``run(scale) -> str``
 (including the Spark / Ray modules when they exist and import), and replaces that
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import pkgutil
 import re
 import sys
@@ -67,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.run")
     ap.add_argument("--scale", choices=("quick", "full"), default="quick")
     ap.add_argument("--only", help="one benchmark (e.g. backfill, planning, sweep)")
+    ap.add_argument("--repeat", type=int, default=None,
+                    help="separate processes per section, for sections whose run() takes "
+                         "`repeat` (backfill; its default is 3)")
     a = ap.parse_args(argv)
     names = _names()
     if a.only:
@@ -90,7 +94,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[run] {name} ({a.scale}) ...", file=sys.stderr, flush=True)
         start = time.perf_counter()
         try:
-            out = module.run(a.scale)
+            takes_repeat = "repeat" in inspect.signature(module.run).parameters
+            out = (module.run(a.scale, repeat=a.repeat) if a.repeat and takes_repeat
+                   else module.run(a.scale))
         except Exception:
             failed += 1
             out = f"**FAILED**\n\n```\n{traceback.format_exc()[-3000:]}\n```"
