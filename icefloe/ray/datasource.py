@@ -186,6 +186,18 @@ class IcefloeDatasource(Datasource):
         _, splits = self._plan()
         return sum(s.length for s in splits)
 
+    def output_schema(self) -> pa.Schema:
+        """The Arrow schema of the read's blocks (after Ray's projection pushdown, if
+        any). Runs on the driver (plans the read if it was not planned yet)."""
+        plan, _ = self._plan()
+        schema = plan.context.arrow_schema
+        output_columns = self._output_columns(plan.context)
+        if output_columns == ():
+            return pa.schema([pa.field(STUB, pa.null())])
+        if output_columns is not None:
+            return pa.schema([schema.field(c) for c in output_columns])
+        return schema
+
     def get_read_tasks(self, parallelism: int, per_task_row_limit: int | None = None,
                        data_context: DataContext | None = None) -> list[ReadTask]:
         """One read task per pack of splits. Runs on the driver.
@@ -202,11 +214,7 @@ class IcefloeDatasource(Datasource):
             splits, opts.split_size, opts.split_open_file_cost, max(parallelism, 1))
         context = plan.context
         output_columns = self._output_columns(context)
-        schema = context.arrow_schema
-        if output_columns == ():
-            schema = pa.schema([pa.field(STUB, pa.null())])
-        elif output_columns is not None:
-            schema = pa.schema([schema.field(c) for c in output_columns])
+        schema = self.output_schema()
         exact = opts.filter is None
         tasks = []
         for group in groups:
@@ -235,15 +243,21 @@ class IcefloeDatasource(Datasource):
 
 
 def read(table: str, catalog: str | Catalog | None = None,
-         options: Mapping[str, Any] | None = None, **ray_kwargs: Any) -> ray.data.Dataset:
+         options: Mapping[str, Any] | None = None, *, materialize: bool = False,
+         **ray_kwargs: Any) -> ray.data.Dataset:
     """A bounded read of ``table`` as a lazy ``ray.data.Dataset``. Runs on the driver.
 
     Args:
         table: ``namespace.table``.
         catalog: catalog name, ``Catalog`` object, or None for the embedded default.
         options: bounded-read options (see the README's option table).
+        materialize: read now, with plain Ray tasks, into a ``MaterializedDataset``
+            (what ``ds.materialize()`` returns; see :mod:`icefloe.ray.materialized` for
+            what that gives up). Returns once the read is done.
         **ray_kwargs: passed to ``ray.data.read_datasource`` (``override_num_blocks``,
-            ``ray_remote_args``, ``concurrency``, ...).
+            ``ray_remote_args``, ``concurrency``, ...); with ``materialize`` only
+            ``override_num_blocks``, ``ray_remote_args``, ``num_cpus``, ``num_gpus`` and
+            ``memory``.
 
     Blocks: unless ``override_num_blocks`` (or ``parallelism``) is given, and Ray is
     already initialized, the read asks for ``2 x`` the cluster's CPUs blocks: Ray's own
@@ -258,6 +272,14 @@ def read(table: str, catalog: str | Catalog | None = None,
     Raises:
         InvalidOptionError: invalid options (at call time; the plan is made lazily).
     """
+    if materialize:
+        from icefloe.ray.materialized import read_materialized
+
+        if not ray.is_initialized():
+            ray.init()  # as Ray Data would when the dataset executes
+        tasks = ray_kwargs.pop("override_num_blocks", None) or default_num_blocks()
+        return read_materialized(IcefloeDatasource(table, catalog, options), tasks or 1,
+                                 ray_kwargs)
     if "override_num_blocks" not in ray_kwargs and "parallelism" not in ray_kwargs:
         blocks = default_num_blocks()
         if blocks is not None:
