@@ -8,10 +8,8 @@ import pyarrow as pa
 import pytest
 import ray
 from pyiceberg.catalog.sql import SqlCatalog
-from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
-from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import IntegerType, LongType, NestedField, StringType
 from ray.data.expressions import col
 
@@ -24,9 +22,6 @@ from tests.ray.conftest import RAY_WARNINGS
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("ray_local"), *RAY_WARNINGS]
 
-BY_KIND = PartitionSpec(
-    PartitionField(source_id=2, field_id=1000, transform=IdentityTransform(), name="kind")
-)
 
 
 def _collect(ds: ray.data.Dataset) -> pa.Table:
@@ -40,13 +35,6 @@ def _head(table: Table) -> int:
     assert snapshot is not None
     return snapshot.snapshot_id
 
-
-@pytest.fixture
-def partitioned(catalog: SqlCatalog) -> Table:
-    table = make_table(catalog, partition_spec=BY_KIND)
-    for i in range(3):
-        table.append(rows(50, start=100 * i))
-    return table
 
 
 def test_partitioned_matches_pyiceberg(catalog: SqlCatalog, partitioned: Table) -> None:

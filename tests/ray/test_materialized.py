@@ -9,35 +9,23 @@ import pyarrow as pa
 import pytest
 import ray
 from pyiceberg.catalog.sql import SqlCatalog
-from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.table import Table
-from pyiceberg.transforms import IdentityTransform
 from ray.data.dataset import MaterializedDataset
 
 import icefloe.ray
 from icefloe.errors import DataFileError, InvalidOptionError
 from tests.conftest import assert_same_rows
-from tests.helpers.tables import add_position_deletes, live_data_files, make_table, rows
+from tests.helpers.tables import add_position_deletes, live_data_files, make_table
 from tests.ray.conftest import RAY_WARNINGS
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("ray_local"), *RAY_WARNINGS]
 
-BY_KIND = PartitionSpec(
-    PartitionField(source_id=2, field_id=1000, transform=IdentityTransform(), name="kind")
-)
 
 
 def _collect(ds: ray.data.Dataset) -> pa.Table:
     tables = [t for t in ray.get(ds.to_arrow_refs()) if t.num_rows]
     return pa.concat_tables(tables)
 
-
-@pytest.fixture
-def partitioned(catalog: SqlCatalog) -> Table:
-    table = make_table(catalog, partition_spec=BY_KIND)
-    for i in range(3):
-        table.append(rows(50, start=100 * i))
-    return table
 
 
 def test_matches_pyiceberg_and_is_materialized(catalog: SqlCatalog, partitioned: Table) -> None:
