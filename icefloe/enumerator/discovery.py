@@ -23,6 +23,7 @@ PyIceberg's ``ManifestFile`` records. Full scans read the whole list with PyIceb
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -331,11 +332,14 @@ class ChangeFetcher:
         return SnapshotFiles(added, [fetch_bytes(self.io, path) for path in data])
 
     def ahead(self, snapshots: Iterable[Snapshot]) -> None:
-        """Start fetching the first of ``snapshots`` (the next ones to be planned, in
-        order) up to ``depth`` held in all."""
-        for snapshot in snapshots:
-            if len(self._pending) >= self.depth:
-                return
+        """Start fetching the first ``depth`` of ``snapshots`` (the next ones to be
+        planned, in order). What was fetched for a snapshot outside them (one the stream
+        skipped by policy, or moved past) is dropped."""
+        window = list(itertools.islice(snapshots, self.depth))
+        wanted = {snapshot.snapshot_id for snapshot in window}
+        for stale in [sid for sid in self._pending if sid not in wanted]:
+            self._pending.pop(stale).cancel()
+        for snapshot in window:
             if snapshot.snapshot_id not in self._pending:
                 self._pending[snapshot.snapshot_id] = _POOL.submit(self._fetch, snapshot)
 

@@ -176,6 +176,10 @@ def test_fetched_ahead_equals_read_when_planned(catalog: SqlCatalog) -> None:
         got.append(list(planner.plan_added(snapshot)))
     assert got == plain
     assert not fetcher._pending
+    # snapshots the stream passed without planning them (skipped by policy) are dropped
+    fetcher.ahead(snapshots[:3])
+    fetcher.ahead(snapshots[2:])
+    assert set(fetcher._pending) == {s.snapshot_id for s in snapshots[2:5]}
 
 
 def test_fetch_ahead_failure_is_raised_at_its_snapshot_and_read_again(
@@ -205,9 +209,12 @@ def test_fetch_ahead_failure_is_raised_at_its_snapshot_and_read_again(
     assert list(planner.plan_added(broken)) == _reference(planner, table, broken)
 
 
-def test_continuous_enumerator_fetches_the_backlog_ahead(catalog: SqlCatalog) -> None:
+@pytest.mark.parametrize("policy", ["ignoreChanges", "skipOverwrites"])
+def test_continuous_enumerator_fetches_the_backlog_ahead(catalog: SqlCatalog, policy: str
+                                                         ) -> None:
     """The stream's enumerator fetches the next snapshots while it plans one; a rate-limited
-    catch-up across calls yields every added file once, in snapshot order."""
+    catch-up across calls yields every added file once, in snapshot order (a snapshot
+    skipped by policy is fetched, never planned, and does not hold the fetcher)."""
     from icefloe.catalog.handle import open_table
     from icefloe.enumerator.continuous import ContinuousEnumerator, Limits
     from icefloe.options import SourceOptions
@@ -215,7 +222,7 @@ def test_continuous_enumerator_fetches_the_backlog_ahead(catalog: SqlCatalog) ->
     table = _merged_table(catalog, 2)
     first = table.snapshots()[0].snapshot_id
     opts = SourceOptions.parse({"startingVersion": str(first), "maxFilesPerTrigger": "2",
-                                "ignoreChanges": "true"}).for_mode("continuous")
+                                policy: "true"}).for_mode("continuous")
     enum = ContinuousEnumerator(open_table(catalog, "db.merged_v2"), opts)
     position, limits = enum.initial_position(), Limits.from_options(opts)
     got: list[FileSplit] = []
@@ -225,9 +232,13 @@ def test_continuous_enumerator_fetches_the_backlog_ahead(catalog: SqlCatalog) ->
         position = result.to_position
         assert enum._fetcher is not None
         held.append(len(enum._fetcher._pending))
-    expected = [s for snap in table.snapshots() for s in _planner(table).plan_added(snap)]
+    planned = [snap for snap in table.snapshots() if policy == "ignoreChanges"
+               or snap.summary is None or snap.summary.operation.value != "overwrite"]
+    assert len(planned) == (7 if policy == "ignoreChanges" else 6)
+    expected = [s for snap in planned for s in _planner(table).plan_added(snap)]
     assert got == expected
     assert max(held) > 0  # the next snapshots were in flight between calls
+    assert enum._fetcher is not None and len(enum._fetcher._pending) <= enum._fetcher.depth
 
 
 def test_own_entries_equal_pyiceberg_records_of_the_snapshot(catalog: SqlCatalog) -> None:
