@@ -11,10 +11,8 @@ items reach the consumer through one queue, in chunks of about ``batch_size`` ro
 instead of one queue and a hand-off per split: with thousands of small files the
 per-split hand-off (thread wake-ups, GIL switches) cost as much as reading them.
 
-Memory is bounded: at most ``parallelism`` runs are read at a time, unordered through
-one queue of ``parallelism * queue_batches`` chunks, ordered each through a queue of
-``2 * queue_batches`` chunks (so a run waiting its turn keeps its reader busy:
-:data:`~icefloe.local.merger.ORDERED_DEPTH`); a slow consumer blocks the readers
+Memory is bounded: at most ``parallelism`` runs are read at a time, and each has a
+queue of at most ``queue_batches`` chunks; a slow consumer blocks the readers
 (backpressure). With ``preserve_order`` batches come out in split order (split i's
 batches all before split i+1's); otherwise as they are ready (a run's in split order).
 

@@ -19,16 +19,6 @@ from typing import Any, cast
 
 from icefloe.local.queues import DONE, Failure, get, put
 
-ORDERED_DEPTH = 2
-"""An ordered run's queue holds ``ORDERED_DEPTH * queue_batches`` chunks. In split order
-the consumer drains one run at a time while the runs behind it wait their turn; with a
-queue of ``queue_batches`` their readers stopped after 4 chunks of a 1M-row file and sat
-idle until the run before was drained (20M rows in 20 files: 0.78-0.88x PyArrow in three
-quiet runs; twice the queue: 0.97-1.02x, 10,000 small files 1.27-1.33x -> 1.40-1.49x;
-benchmarks/RESULTS.md, "Backfill throughput"). The price is memory: up to
-``parallelism * 2 * queue_batches`` chunks in flight instead of ``parallelism *
-queue_batches``."""
-
 
 class Merger:
     """Run queues and the consumer's iteration over them.
@@ -36,8 +26,7 @@ class Merger:
     Args:
         preserve_order: deliver in split order.
         parallelism: reader threads (unordered: the consumer waits for each one's DONE).
-        queue_batches: chunks the shared queue holds per reader thread (unordered); an
-            ordered run's queue holds :data:`ORDERED_DEPTH` times as many.
+        queue_batches: chunks one run queue holds (the shared queue: times parallelism).
         stop: the engine's stop event (the consumer's iteration ends when it is set).
     """
 
@@ -54,7 +43,7 @@ class Merger:
         """The queue of the run just claimed (called in claim order, under the claim lock)."""
         if not self.preserve_order:
             return self._shared
-        out: queue.Queue[object] = queue.Queue(maxsize=ORDERED_DEPTH * self.queue_batches)
+        out: queue.Queue[object] = queue.Queue(maxsize=self.queue_batches)
         self._ordered.put(out)
         return out
 
