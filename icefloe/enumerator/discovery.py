@@ -371,6 +371,29 @@ def live_entries(
         yield from entries
 
 
+def read_own_entries(io: FileIO, manifests: list[ManifestFile], snapshot_id: int
+                     ) -> Iterator[list[ManifestEntry]]:
+    """For each of ``manifests`` (manifests ``snapshot_id`` added), in order, the entries
+    it ADDED or DELETED as PyIceberg's records (:func:`own_entries`: the others are
+    stepped over); read on the manifest pool.
+
+    Raises:
+        DataFileError: a manifest is missing or unreadable (names it and the snapshot).
+    """
+    def load(manifest: ManifestFile) -> list[ManifestEntry]:
+        content = fetch_bytes(io, manifest.manifest_path)
+        try:
+            if isinstance(content, Exception):
+                raise content
+            return own_entries(content, manifest)
+        except Exception as exc:
+            raise DataFileError(
+                f"cannot read manifest {manifest.manifest_path} of snapshot {snapshot_id}: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+    return ordered_map(load, manifests)
+
+
 class SnapshotChanges:
     """What one snapshot itself changed: entries of the manifests it wrote."""
 
@@ -392,26 +415,11 @@ def snapshot_changes(io: FileIO, snapshot: Snapshot) -> SnapshotChanges:
     Raises:
         DataFileError: the manifest list or a manifest is missing or unreadable.
     """
-    sid = snapshot.snapshot_id
     own = snapshot_added_manifests(io, snapshot)
-
-    def load(manifest: ManifestFile) -> list[ManifestEntry]:
-        content = fetch_bytes(io, manifest.manifest_path)
-        try:
-            if isinstance(content, Exception):
-                raise content
-            return own_entries(content, manifest)
-        except Exception as exc:
-            raise DataFileError(
-                f"cannot read manifest {manifest.manifest_path} of snapshot {sid}: "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
-
     changes = SnapshotChanges()
-    for manifest, entries in zip(own, ordered_map(load, own), strict=True):
+    for manifest, entries in zip(own, read_own_entries(io, own, snapshot.snapshot_id),
+                                 strict=True):
         for entry in entries:
-            if entry.snapshot_id != sid:
-                continue
             if manifest.content == ManifestContent.DELETES:
                 if entry.status == ManifestEntryStatus.ADDED:
                     changes.added_deletes.append(entry)

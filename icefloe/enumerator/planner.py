@@ -26,6 +26,7 @@ from icefloe.enumerator.discovery import (
     FilterEvaluators,
     live_data_files_of,
     live_entries,
+    read_own_entries,
     snapshot_manifests,
 )
 from icefloe.splits.sizing import byte_ranges
@@ -166,15 +167,13 @@ class TableSplitPlanner:
         """The delete files ``snapshot_id`` added (ADDED entries of the delete manifests
         among ``manifests``, the ones it wrote), indexed; None when it added none."""
         delete_manifests = [m for m in manifests if m.content == ManifestContent.DELETES]
-
-        def added(entry: ManifestEntry) -> bool:
-            return entry.status == ManifestEntryStatus.ADDED and entry.snapshot_id == snapshot_id
-
         index = None
-        for entry in live_entries(self.io, delete_manifests, snapshot_id, added):
-            if index is None:
-                index = DeleteIndex(self.unpartitioned)
-            index.add(entry)
+        for entries in read_own_entries(self.io, delete_manifests, snapshot_id):
+            for entry in entries:
+                if entry.status == ManifestEntryStatus.ADDED:
+                    if index is None:
+                        index = DeleteIndex(self.unpartitioned)
+                    index.add(entry)
         return index
 
     def plan_added(self, snapshot: Snapshot) -> Iterator[FileSplit]:

@@ -95,29 +95,32 @@ class History:
     def metadata(self) -> TableMetadata:
         return self.source.metadata
 
-    @property
-    def start_schema(self) -> Schema:
-        schema = self.metadata.schema_by_id(self.start_schema_id)
+    def _schema_id_at(self, snapshot_id: int) -> int:
+        """The ``schema-id`` Java wrote on ``snapshot_id`` (read from the metadata)."""
+        snap = self.metadata.snapshot_by_id(snapshot_id)
+        assert snap is not None and snap.schema_id is not None
+        return snap.schema_id
+
+    def _schema(self, schema_id: int) -> Schema:
+        schema = self.metadata.schema_by_id(schema_id)
         assert schema is not None
         return schema
+
+    @property
+    def start_schema(self) -> Schema:
+        return self._schema(self.start_schema_id)
 
     @property
     def start_schema_id(self) -> int:
-        snap = self.metadata.snapshot_by_id(self.snapshot_a)
-        assert snap is not None and snap.schema_id is not None
-        return snap.schema_id
+        return self._schema_id_at(self.snapshot_a)
 
     @property
     def b_schema(self) -> Schema:
-        schema = self.metadata.schema_by_id(self.b_schema_id)
-        assert schema is not None
-        return schema
+        return self._schema(self.b_schema_id)
 
     @property
     def b_schema_id(self) -> int:
-        snap = self.metadata.snapshot_by_id(self.snapshot_b)
-        assert snap is not None and snap.schema_id is not None
-        return snap.schema_id
+        return self._schema_id_at(self.snapshot_b)
 
     def commit(self) -> None:
         """Move the catalog row from A's metadata file to the final one, as
