@@ -16,16 +16,12 @@ import itertools
 import pytest
 from pyiceberg.catalog import Catalog
 from pyiceberg.catalog.sql import SqlCatalog
-from pyiceberg.manifest import ManifestContent, ManifestEntryStatus
+from pyiceberg.manifest import ManifestContent, ManifestEntry, ManifestEntryStatus
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot
 
 from icefloe.enumerator.deletes import DeleteIndex
-from icefloe.enumerator.discovery import (
-    read_entries,
-    snapshot_added_manifests,
-    snapshot_changes,
-)
+from icefloe.enumerator.discovery import read_entries, snapshot_added_manifests
 from icefloe.enumerator.planner import TableSplitPlanner
 from icefloe.splits.split import FileSplit
 from tests.helpers.tables import EVENTS_SCHEMA, add_position_deletes, rows
@@ -47,15 +43,23 @@ def _merged_table(catalog: Catalog, version: int) -> Table:
 
 def _reference(planner: TableSplitPlanner, table: Table, snapshot: Snapshot
                ) -> list[FileSplit]:
-    """``plan_added`` as it was: PyIceberg's full entries of the snapshot's manifests."""
-    changes = snapshot_changes(table.io, snapshot)
+    """``plan_added`` as it was: PyIceberg's own reading (``fetch_manifest_entry``) of every
+    entry of the manifests the snapshot added, kept when the snapshot ADDED it."""
+    sid = snapshot.snapshot_id
+    added: dict[ManifestContent, list[ManifestEntry]] = {ManifestContent.DATA: [],
+                                                        ManifestContent.DELETES: []}
+    for manifest in snapshot.manifests(table.io):
+        if manifest.added_snapshot_id == sid:
+            added[manifest.content].extend(
+                e for e in manifest.fetch_manifest_entry(table.io, discard_deleted=False)
+                if e.snapshot_id == sid and e.status == ManifestEntryStatus.ADDED)
     deletes = None
-    if changes.added_deletes:
+    if added[ManifestContent.DELETES]:
         deletes = DeleteIndex(planner.unpartitioned)
-        for entry in changes.added_deletes:
+        for entry in added[ManifestContent.DELETES]:
             deletes.add(entry)
     out: list[FileSplit] = []
-    for entry in changes.added_data:
+    for entry in added[ManifestContent.DATA]:
         if planner.filters.file_ok(entry.data_file):
             out.extend(planner.entry_splits(entry, snapshot.snapshot_id, len(out), deletes))
     return out
@@ -245,7 +249,7 @@ def test_own_entries_equal_pyiceberg_records_of_the_snapshot(catalog: SqlCatalog
     """``own_entries`` (what ``snapshot_changes`` and so the changelog read) gives the
     records PyIceberg's reader builds for the entries the manifest's snapshot ADDED or
     DELETED, in order, data and delete manifests alike, and steps over the rest."""
-    from icefloe.enumerator.discovery import decode_entries, fetch_bytes
+    from icefloe.enumerator.discovery import fetch_bytes
     from icefloe.enumerator.manifest_decoder import own_entries
 
     table = _merged_table(catalog, 2)
@@ -255,7 +259,7 @@ def test_own_entries_equal_pyiceberg_records_of_the_snapshot(catalog: SqlCatalog
     statuses, skipped = set(), 0
     for snapshot in table.snapshots():
         for manifest in snapshot_added_manifests(table.io, snapshot):
-            every = decode_entries(table.io, manifest)
+            every = manifest.fetch_manifest_entry(table.io, discard_deleted=False)
             expected = [e for e in every if e.snapshot_id == snapshot.snapshot_id
                         and e.status != ManifestEntryStatus.EXISTING]
             content = fetch_bytes(table.io, manifest.manifest_path)
