@@ -38,10 +38,17 @@ from icefloe.reader.split_reader import SplitReader
 from icefloe.retry import NO_RETRY, RetryPolicy
 from icefloe.splits.split import FileSplit
 
-__all__ = ["DEFAULT_RUN_SPLITS", "SplitBatch", "read_batches", "read_splits"]
+__all__ = ["DEFAULT_QUEUE_BATCHES", "DEFAULT_RUN_SPLITS", "SplitBatch", "read_batches",
+           "read_splits"]
 
 DEFAULT_RUN_SPLITS = 256
 """Most splits one reader thread claims as a run."""
+
+DEFAULT_QUEUE_BATCHES = 8
+"""Chunks one run queue holds; a run holds at most this many ``batch_size``-row batches
+of records (so in order, the next run's reader runs that far ahead of the consumer).
+Was 4: with 1M-row files the next run's reader then stopped after 4 chunks while the
+consumer drained the current file (benchmarks/RESULTS.md, the backfill section)."""
 
 
 def read_splits(
@@ -49,7 +56,7 @@ def read_splits(
     context: ReadContext,
     parallelism: int = 2,
     preserve_order: bool = True,
-    queue_batches: int = 4,
+    queue_batches: int = DEFAULT_QUEUE_BATCHES,
     reader_factory: Callable[[ReadContext], SplitReader] = SplitReader,
     retry: RetryPolicy = NO_RETRY,
     run_splits: int = DEFAULT_RUN_SPLITS,
