@@ -10,7 +10,7 @@ never held in memory at once.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 from pyiceberg.io import FileIO
@@ -30,7 +30,7 @@ from icefloe.enumerator.discovery import (
     snapshot_manifests,
 )
 from icefloe.splits.sizing import byte_ranges
-from icefloe.splits.split import FileSplit, make_split_id, new_split
+from icefloe.splits.split import FileSplit, new_split, split_id_maker
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +76,15 @@ class TableSplitPlanner:
             spec.spec_id for spec in metadata.partition_specs
             if all(isinstance(f.transform, VoidTransform) for f in spec.fields)
         )
+        self._ids: tuple[int, Callable[[str, int, int], str]] | None = None
+
+    def split_ids(self, snapshot_id: int) -> Callable[[str, int, int], str]:
+        """:func:`split_id_maker` of ``snapshot_id`` (the last one made is kept: planning
+        goes snapshot by snapshot)."""
+        ids = self._ids
+        if ids is None or ids[0] != snapshot_id:
+            ids = self._ids = (snapshot_id, split_id_maker(snapshot_id))
+        return ids[1]
 
     def entry_splits(self, entry: ManifestEntry, snapshot_id: int, first_ordinal: int,
                       deletes: DeleteIndex | None) -> list[FileSplit]:
@@ -95,8 +104,9 @@ class TableSplitPlanner:
                      ) -> list[FileSplit]:
         """The splits of one data file, ordinals from ``first_ordinal`` (byte-range order)."""
         applied = deletes.for_data_file(seq, path, spec_id, partition) if deletes else ()
+        split_id = self.split_ids(snapshot_id)
         if size <= self.split_size:  # one range: what byte_ranges returns, without the call
-            return [new_split(make_split_id(snapshot_id, path, 0, size), path, fmt, 0, size,
+            return [new_split(split_id(path, 0, size), path, fmt, 0, size,
                               records, size, records, spec_id, partition, snapshot_id, seq,
                               first_ordinal, applied)]
         ranges = byte_ranges(size, split_offsets, self.split_size)
@@ -104,7 +114,7 @@ class TableSplitPlanner:
         for i, (start, length) in enumerate(ranges):
             part_records = records if len(ranges) == 1 else \
                 max(1, records * length // max(size, 1))
-            out.append(new_split(make_split_id(snapshot_id, path, start, length), path, fmt,
+            out.append(new_split(split_id(path, start, length), path, fmt,
                                  start, length, part_records, size, records, spec_id,
                                  partition, snapshot_id, seq, first_ordinal + i, applied))
         return out
@@ -145,13 +155,14 @@ class TableSplitPlanner:
         split_size = self.split_size
         keep_for = None if self.filters.always_true else self.filters.stats_ok
         ordinal = 0
+        split_id = self.split_ids(snapshot_id)
         for manifest, files in live_data_files_of(self.io, data, snapshot_id, keep_for):
             spec_id = manifest.partition_spec_id
             for path, fmt, partition, records, size, offsets, seq in files:
                 seq = seq or INITIAL_SEQUENCE_NUMBER
                 if size <= split_size and deletes is None:  # the common case, inlined
                     if ordinal >= start_ordinal:
-                        yield new_split(make_split_id(snapshot_id, path, 0, size), path, fmt,
+                        yield new_split(split_id(path, 0, size), path, fmt,
                                         0, size, records, size, records, spec_id, partition,
                                         snapshot_id, seq, ordinal, ())
                     ordinal += 1
