@@ -17,12 +17,8 @@ imports Ray.
 
 from __future__ import annotations
 
-import os
-
-# Under ``uv run``, Ray would start its workers with ``uv run`` in a copy of the working
-# directory (a fresh environment without icefloe's dependencies). icefloe's workers need
-# the driver's environment as is: opt out unless the user chose (read by ``import ray``).
-os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+# first, before Ray is imported (see the module): Ray's workers use the driver's environment
+from icefloe.ray import _uv_env  # noqa: F401  isort: skip
 
 try:
     import ray

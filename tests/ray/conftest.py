@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
+# before Ray is imported (it reads the variable then): workers use this venv as is, also
+# under a plain `uv run pytest tests/ray` (without it Ray starts them with `uv run`)
+os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
 pytest.importorskip("ray")
 
 from pyiceberg.catalog.sql import SqlCatalog
