@@ -35,6 +35,7 @@ def _count(summary: Any, key: str) -> int:
 def run(args: argparse.Namespace) -> int:
     from icefloe.catalog.handle import open_table
     from icefloe.catalog.loader import open_catalog
+    from icefloe.enumerator.lineage import ancestors
     from icefloe.options import SourceOptions
 
     options = SourceOptions.parse(parse_kv(args.option))
@@ -44,13 +45,7 @@ def run(args: argparse.Namespace) -> int:
     metadata = handle.metadata
     if ref is not None:
         head = handle.head(ref)  # RefNotFoundError names the table's refs
-        chain = []
-        current = head
-        while current is not None:
-            chain.append(current)
-            parent = current.parent_snapshot_id
-            current = metadata.snapshot_by_id(parent) if parent is not None else None
-        snapshots = list(reversed(chain))
+        snapshots = list(reversed(list(ancestors(head, metadata))))
     else:
         snapshots = sorted(metadata.snapshots, key=lambda s: (s.sequence_number or 0,
                                                               s.timestamp_ms))

@@ -23,6 +23,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from icefloe.enumerator.continuous import Limits, SchemaSwitch, UnitEnd
+from icefloe.enumerator.lineage import snapshot_by_id
 from icefloe.errors import IcefloeError, TableNotFoundError
 from icefloe.retry import call_with_retry
 from icefloe.splits.split import FileSplit
@@ -149,7 +150,7 @@ class EnumerationLoop:
             seen = sorted(self.seen_at.items())
         keep = []
         for snapshot_id, commit_hash in seen:
-            snap = metadata.snapshot_by_id(snapshot_id)
+            snap = snapshot_by_id(metadata, snapshot_id)
             if snap is None or (snap.sequence_number or 0) >= seq:
                 keep.append((snapshot_id, commit_hash))
         return tuple(keep)

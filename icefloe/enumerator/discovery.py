@@ -154,8 +154,6 @@ class FilterEvaluators:
         return self.partition_ok(data_file.spec_id)(data_file) and self._metrics(data_file)
 
 
-
-
 def decode_entries(io: FileIO, manifest: ManifestFile) -> list[ManifestEntry]:
     """All entries (live and deleted) of one manifest, in file order, with inherited
     sequence numbers and snapshot ids (as PyIceberg's ``fetch_manifest_entry``)."""

@@ -57,6 +57,22 @@ def test_snapshots_lists_ids_parents_iso_times(home, capsys) -> None:
     assert branch.code == 3 and "nope" in branch.err
 
 
+def test_snapshots_of_a_ref_list_its_lineage_oldest_first(home, capsys) -> None:
+    from pyiceberg.table.snapshots import ancestors_of
+
+    _, table = home
+    first = table.snapshots()[0].snapshot_id
+    table.manage_snapshots().create_branch(first, "old").commit()
+    table = table.refresh()
+    for ref in ("main", "old"):
+        result = run(capsys, "snapshots", "db.events", "--ref", ref, "--json")
+        assert result.code == 0
+        oracle = list(ancestors_of(table.snapshot_by_name(ref), table.metadata))[::-1]
+        assert [r["snapshot_id"] for r in map(json.loads, result.out.splitlines())] == \
+            [str(s.snapshot_id) for s in oracle]
+    assert len(oracle) == 1  # "old": only the first snapshot
+
+
 def test_console_sink_prints_rows(home, capsys, tmp_path: Path) -> None:
     result = run(capsys, "stream", "db.events", "--checkpoint", str(tmp_path / "c"),
                  "--available-now", "-o", "batchSize=100")

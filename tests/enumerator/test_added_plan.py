@@ -21,7 +21,7 @@ from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot
 
 from icefloe.enumerator.deletes import DeleteIndex
-from icefloe.enumerator.discovery import read_entries, snapshot_added_manifests
+from icefloe.enumerator.discovery import snapshot_added_manifests
 from icefloe.enumerator.planner import TableSplitPlanner
 from icefloe.splits.split import FileSplit
 from tests.helpers.tables import EVENTS_SCHEMA, add_position_deletes, rows
@@ -75,7 +75,7 @@ def _statuses(table: Table, snapshot: Snapshot) -> set[ManifestEntryStatus]:
     """Statuses in the data manifests ``snapshot`` wrote."""
     own = snapshot_added_manifests(table.io, snapshot)
     return {e.status for m in own if m.content == ManifestContent.DATA
-            for e in read_entries(table.io, m, snapshot.snapshot_id)}
+            for e in m.fetch_manifest_entry(table.io, discard_deleted=False)}
 
 
 @pytest.mark.parametrize("version", [1, 2])
