@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 import traceback
 from collections.abc import Sequence
@@ -24,10 +25,17 @@ DESCRIPTION = ("Parallel, checkpointed reads of Apache Iceberg tables on local t
                "Spark and Ray.")
 
 
+# ``catalog.<prop>=`` / ``checkpoint.<prop>=`` values may be credentials (as in
+# SourceOptions' repr, only their keys are shown): argparse echoes unrecognized arguments
+_PROPERTY_VALUE = re.compile(r"\b((?:catalog|checkpoint)\.[^\s=]+)=\S+")
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse, with usage errors as one ``error:`` line and the exit status 2."""
+    """argparse, with usage errors as one ``error:`` line (catalog and checkpoint property
+    values masked) and the exit status 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
+        message = _PROPERTY_VALUE.sub(r"\1=***", message)
         self.exit(EXIT_USAGE, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
 
 

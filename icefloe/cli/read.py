@@ -71,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             stage.rows, stage.files = parquet_counts(stage.path)
     print(f"wrote {stage.rows:,} rows in {stage.files} file{'s' if stage.files != 1 else ''} "
-          f"to {args.to} ({args.engine}, {args.mode}, {time.monotonic() - started:.1f} s)")
+          f"to {args.to} (engine {args.engine}, --mode {args.mode}, "
+          f"{time.monotonic() - started:.1f} s)")
     return 0
 
 

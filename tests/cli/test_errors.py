@@ -75,6 +75,17 @@ def test_unknown_sink(home, capsys, tmp_path: Path) -> None:
     assert_one_line(result, "kafka:x", "console | parquet:DIR")
 
 
+def test_usage_error_masks_property_values(home, capsys, tmp_path: Path) -> None:
+    # `checkpoint show` takes no -o: argparse echoes them, credentials included
+    result = run(capsys, "checkpoint", "show", str(tmp_path / "c"),
+                 "-o", "catalog.s3.secret-access-key=hunter2-secret",
+                 "-o", "checkpoint.s3.session-token=tok-secret", "-o", "batchSize=10")
+    assert result.code == EXIT_USAGE
+    assert_one_line(result, "unrecognized arguments", "catalog.s3.secret-access-key=***",
+                    "checkpoint.s3.session-token=***", "batchSize=10")
+    assert "secret" not in result.err.replace("secret-access-key", "")
+
+
 @pytest.mark.parametrize("engine", ["spark", "ray"])
 def test_engine_read_without_to_fails_before_starting_the_engine(home, capsys,
                                                                  engine: str) -> None:
