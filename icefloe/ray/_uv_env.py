@@ -5,7 +5,8 @@ directory (a fresh environment without icefloe's dependencies). icefloe's worker
 the driver's environment as is, so ``RAY_ENABLE_UV_RUN_RUNTIME_ENV`` is set to ``0``
 unless the user set it. ``import ray`` reads the variable into
 ``ray._private.ray_constants``, which ``ray.init`` consults: if Ray was imported before
-icefloe.ray, that constant is set too (a user's own setting is kept either way).
+the variable was set (before icefloe.ray, or before the user set it), that constant is
+brought in line with the variable too. The variable's value, the user's or ours, decides.
 """
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ VARIABLE = "RAY_ENABLE_UV_RUN_RUNTIME_ENV"
 
 
 def opt_out() -> None:
-    """Set the variable (and Ray's constant, if Ray is imported) unless the user set it."""
-    if VARIABLE in os.environ:
-        return
-    os.environ[VARIABLE] = "0"
+    """Set the variable to ``0`` unless it is set, and Ray's constant (if Ray is imported)
+    to what the variable says (as Ray's ``env_bool`` reads it). Runs on the driver: at
+    ``import icefloe.ray`` and before icefloe starts Ray."""
+    value = os.environ.setdefault(VARIABLE, "0")
     constants = sys.modules.get("ray._private.ray_constants")
     if constants is not None and hasattr(constants, VARIABLE):
-        setattr(constants, VARIABLE, False)
+        setattr(constants, VARIABLE, value.lower() in ("true", "1"))
 
 
 opt_out()

@@ -31,6 +31,7 @@ from ray.data.datasource import Datasource, ReadTask
 
 from icefloe.enumerator.bounded import BoundedPlan, plan_bounded
 from icefloe.options import SourceOptions
+from icefloe.ray._uv_env import opt_out
 from icefloe.ray.filters import and_filters, to_filter_string
 from icefloe.reader.context import METADATA_FIELDS, ReadContext
 from icefloe.reader.split_reader import SplitReader
@@ -276,6 +277,7 @@ def read(table: str, catalog: str | Catalog | None = None,
         from icefloe.ray.materialized import read_materialized
 
         if not ray.is_initialized():
+            opt_out()  # the variable may have changed since import icefloe.ray
             ray.init()  # as Ray Data would when the dataset executes
         tasks = ray_kwargs.pop("override_num_blocks", None) or default_num_blocks()
         return read_materialized(IcefloeDatasource(table, catalog, options), tasks or 1,

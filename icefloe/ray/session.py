@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 import ray
 from pyiceberg.catalog import Catalog
 
+from icefloe.ray._uv_env import opt_out
 from icefloe.ray.datasource import read
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,7 @@ def ray_session(address: str | None) -> Iterator[None]:
     if ray.is_initialized():
         yield
         return
+    opt_out()  # the variable may have changed since import icefloe.ray
     ray.init(address=address, include_dashboard=False, log_to_driver=False,
              logging_level=logging.WARNING)
     if os.environ.get("ICEFLOE_QUIET_ENGINES") == "1":  # the icefloe command without -v

@@ -47,3 +47,15 @@ def test_ray_alone_keeps_its_default() -> None:  # the probe itself can tell
 @pytest.mark.parametrize("order", ["icefloe.ray", "ray,icefloe.ray"])
 def test_a_users_setting_is_kept(order: str) -> None:
     assert _probe(order, "1") == [True, "1"]
+
+
+def test_variable_set_after_import_ray_decides() -> None:
+    """A program (or a test's monkeypatch) that sets the variable after ``import ray``:
+    Ray's constant already holds Ray's default; icefloe.ray brings it in line."""
+    env = {k: v for k, v in os.environ.items() if k != VAR}
+    script = (f"import json, os, ray\nos.environ['{VAR}'] = '0'\nimport icefloe.ray\n"
+              "from ray._private import ray_constants\n"
+              f"print(json.dumps(ray_constants.{VAR}))")
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                         text=True, timeout=120, check=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) is False
