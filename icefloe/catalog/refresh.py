@@ -1,0 +1,270 @@
+"""Refresh by pointer: a poll that costs nothing when the table did not move.
+
+Runs on the enumerator (the local stream's loop thread, Ray's enumerator actor, the Spark
+driver). Java Iceberg's table operations ask the catalog where the table's metadata is
+and parse it only when that moved (``refreshFromMetadataLocation``); HTTP catalogs answer
+an unchanged table with ``304 Not Modified``. icefloe does the same:
+
+1. :class:`PointerProbe` asks the catalog for the table's current *metadata location*
+   only: one indexed row of the SQL catalog's ``iceberg_tables`` (SQLite, PostgreSQL),
+   or, for a REST catalog, ``loadTable`` with ``If-None-Match`` (an ETag the server gave)
+   and ``snapshots=refs`` (the server leaves out the snapshots no ref points at). Its cost
+   does not depend on the table's history. Other catalogs (Glue, Hive, ...) have no
+   probe: they are loaded whole, as PyIceberg loads them.
+2. When the location moved, :class:`MetadataParser` builds the new ``TableMetadata``
+   from the file reusing the snapshot objects of the file before: the file is split at
+   memory speed (msgspec keeps each snapshot as a slice of the bytes) and only the new
+   snapshots and the small fields (schemas, specs, refs, properties) go through
+   PyIceberg's pydantic model. The model work follows the new commits, not the history.
+
+Nessie tables keep their own pointer (the reference's commit hash,
+:class:`icefloe.catalog.handle.VersionedCatalog`).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import msgspec
+from pyiceberg.catalog import Catalog
+from pyiceberg.exceptions import NoSuchTableError
+from pyiceberg.table import Table
+from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil
+
+if TYPE_CHECKING:
+    from pyiceberg.table.snapshots import Snapshot, SnapshotLogEntry
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Pointer:
+    """Where a table's metadata is now, as a catalog answered a probe.
+
+    Attributes:
+        location: the current metadata file's location (None: the catalog's answer did
+            not name one; the table is then loaded whole).
+        io_properties: what the table's FileIO is built from besides the table's own
+            properties (a REST server's ``config`` and vended storage credentials); None
+            for a catalog whose FileIO depends on the table's properties only.
+    """
+
+    location: str | None
+    io_properties: dict[str, str] | None = None
+
+
+class PointerProbe(Protocol):
+    """Asks a catalog where one table's metadata is, at a cost independent of its history."""
+
+    def probe(self, current: Table) -> Pointer:
+        """The pointer now.
+
+        Raises:
+            NoSuchTableError: the table is not in the catalog (dropped or renamed).
+        """
+        ...
+
+
+class SqlPointerProbe:
+    """The SQL catalog's pointer: ``metadata_location`` of the table's one row.
+
+    One indexed ``SELECT`` through the catalog's SQLAlchemy engine (SQLite or PostgreSQL);
+    the table row's key is (catalog name, namespace, table name), as PyIceberg's
+    ``SqlCatalog.load_table`` reads it.
+    """
+
+    def __init__(self, catalog: Any, identifier: str) -> None:
+        from pyiceberg.catalog.sql import IcebergTables
+        from sqlalchemy import select
+
+        namespace = Catalog.namespace_to_string(Catalog.namespace_from(identifier))
+        name = Catalog.table_name_from(identifier)
+        self._engine = catalog.engine
+        self._statement = select(IcebergTables.metadata_location).where(
+            IcebergTables.catalog_name == catalog.name,
+            IcebergTables.table_namespace == namespace,
+            IcebergTables.table_name == name,
+        )
+
+    def probe(self, current: Table) -> Pointer:
+        with self._engine.connect() as connection:
+            row = connection.execute(self._statement).first()
+        if row is None:
+            raise NoSuchTableError(f"Table does not exist: {current.name()}")
+        return Pointer(row[0])
+
+
+_REST_KEYS = frozenset({"metadata-location", "config", "storage-credentials"})
+
+
+class RestPointerProbe:
+    """The REST catalog's pointer: ``loadTable`` with ``If-None-Match`` and ``snapshots=refs``.
+
+    A server that keeps ETags answers an unchanged table with ``304 Not Modified``; one
+    that honours ``snapshots=refs`` sends only the snapshots refs point at. Either way the
+    answer's ``metadata-location`` is compared before any model is built; a moved table is
+    then read from its metadata file (:func:`load_moved`), whatever the server sent.
+    """
+
+    def __init__(self, catalog: Any, identifier: str) -> None:
+        from pyiceberg.catalog.rest import Endpoints
+
+        self._session = catalog._session  # PyIceberg's authenticated requests session
+        self._url = catalog.url(Endpoints.load_table, prefixed=True,
+                                **catalog._split_identifier_for_path(identifier))
+        self._etag: str | None = None
+        self._location: str | None = None
+        self._io_properties: dict[str, str] = {}
+
+    def probe(self, current: Table) -> Pointer:
+        headers = {"If-None-Match": self._etag} if self._etag else {}
+        response = self._session.get(self._url, params={"snapshots": "refs"}, headers=headers)
+        if response.status_code == 304 and self._location is not None:
+            return Pointer(self._location, self._io_properties)
+        if response.status_code == 404:
+            raise NoSuchTableError(f"Table does not exist: {current.name()}")
+        response.raise_for_status()
+        body = {key: msgspec.json.decode(value) for key, value in _TOP.decode(
+            response.content).items() if key in _REST_KEYS}  # the metadata stays undecoded
+        self._etag = response.headers.get("ETag")
+        self._location = body.get("metadata-location")
+        config = {str(k): str(v) for k, v in (body.get("config") or {}).items()}
+        # vended storage credentials: the longest matching prefix wins, as in PyIceberg
+        best: dict[str, Any] | None = None
+        for credential in body.get("storage-credentials") or []:
+            prefix = str(credential.get("prefix", ""))
+            if self._location and self._location.startswith(prefix) and (
+                    best is None or len(prefix) > len(str(best.get("prefix", "")))):
+                best = credential
+        if best is not None:
+            config.update({str(k): str(v) for k, v in (best.get("config") or {}).items()})
+        self._io_properties = config
+        return Pointer(self._location, config)
+
+
+def probe_for(catalog: Catalog, identifier: str) -> PointerProbe | None:
+    """The pointer probe of ``catalog`` for ``identifier``; None for a catalog without one
+    (the table is then reloaded whole on every poll)."""
+    kind = type(catalog).__name__
+    try:
+        if kind == "SqlCatalog" and hasattr(catalog, "engine"):
+            return SqlPointerProbe(catalog, identifier)
+        if kind == "RestCatalog" and hasattr(catalog, "_session"):
+            return RestPointerProbe(catalog, identifier)
+    except Exception as exc:  # a PyIceberg whose internals moved: load whole, as before
+        log.warning("no metadata pointer probe for %s catalog %r (%s: %s); every poll "
+                    "reloads the table", kind, catalog.name, type(exc).__name__, exc)
+    return None
+
+
+_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_LIST = msgspec.json.Decoder(list[msgspec.Raw])
+
+
+class MetadataParser:
+    """Parses successive metadata files of one table, reusing the objects it built before.
+
+    A snapshot (or snapshot-log entry) whose JSON text is the same as in the file parsed
+    before is taken as built then; only new or changed ones (PyIceberg's snapshot expiry
+    rewrites the parent of the oldest snapshot it keeps) go through PyIceberg's model, with
+    the small fields (schemas, specs, refs, properties). The file is split with msgspec,
+    which keeps each snapshot as a slice of the bytes without decoding it: at 10,000
+    snapshots 3 ms, against 60 ms for ``json.loads`` and 190 ms for PyIceberg's whole parse.
+
+    The result equals ``TableMetadataUtil.parse_raw(raw)``. It keeps the snapshots of the
+    last file only (memory: about the size of that file's snapshot JSON). One parser per
+    table handle; not thread-safe (the enumerator refreshes from one thread).
+    """
+
+    def __init__(self) -> None:
+        self._snapshots: dict[bytes, Snapshot] = {}
+        self._log: dict[bytes, SnapshotLogEntry] = {}
+
+    def parse(self, raw: bytes, previous: TableMetadata | None = None) -> TableMetadata:
+        """The table metadata of the metadata file ``raw``.
+
+        Args:
+            previous: metadata of the same table that this parser did not build (the one
+                the catalog loaded at the start); on the parser's first call its snapshots
+                are reused where the file holds them unchanged.
+        """
+        top = _TOP.decode(raw)
+        snapshots_raw = [bytes(r) for r in _LIST.decode(top.pop("snapshots", b"[]"))]
+        log_raw = [bytes(r) for r in _LIST.decode(top.pop("snapshot-log", b"[]"))]
+        if previous is not None and not self._snapshots:
+            self._seed(previous, snapshots_raw, log_raw)
+        data: dict[str, Any] = {key: msgspec.json.decode(value) for key, value in top.items()}
+        known, known_log = self._snapshots, self._log
+        fresh = [i for i, text in enumerate(snapshots_raw) if text not in known]
+        fresh_log = [i for i, text in enumerate(log_raw) if text not in known_log]
+        data["snapshots"] = [msgspec.json.decode(snapshots_raw[i]) for i in fresh]
+        data["snapshot-log"] = [msgspec.json.decode(log_raw[i]) for i in fresh_log]
+        partial = TableMetadataUtil.parse_obj(data)
+        built = dict(zip(fresh, partial.snapshots, strict=True))
+        built_log = dict(zip(fresh_log, partial.snapshot_log, strict=True))
+        snapshots = [built[i] if i in built else known[text]
+                     for i, text in enumerate(snapshots_raw)]
+        entries = [built_log[i] if i in built_log else known_log[text]
+                   for i, text in enumerate(log_raw)]
+        self._snapshots = dict(zip(snapshots_raw, snapshots, strict=True))
+        self._log = dict(zip(log_raw, entries, strict=True))
+        return partial.model_copy(update={"snapshots": snapshots, "snapshot_log": entries})
+
+    def _seed(self, previous: TableMetadata, snapshots_raw: list[bytes],
+              log_raw: list[bytes]) -> None:
+        """Know ``previous``'s snapshots by the texts of the file that hold them unchanged."""
+        from icefloe.enumerator.lineage import snapshot_index
+
+        index = snapshot_index(previous)
+        for text in snapshots_raw:
+            fields = msgspec.json.decode(text)
+            old = index.get(fields.get("snapshot-id"))
+            if old is not None and _same_snapshot(old, fields):
+                self._snapshots[text] = old
+        entries = {(e.snapshot_id, e.timestamp_ms): e for e in previous.snapshot_log}
+        for text in log_raw:
+            fields = msgspec.json.decode(text)
+            entry = entries.get((fields.get("snapshot-id"), fields.get("timestamp-ms")))
+            if entry is not None:
+                self._log[text] = entry
+
+
+def _same_snapshot(known: Snapshot, raw: dict[str, Any]) -> bool:
+    """Whether ``raw`` (a metadata file's snapshot object) is ``known``, field by field."""
+    summary = raw.get("summary") or {}
+    return (known.parent_snapshot_id == raw.get("parent-snapshot-id")
+            and known.sequence_number == raw.get("sequence-number", known.sequence_number)
+            and known.timestamp_ms == raw.get("timestamp-ms")
+            and known.manifest_list == raw.get("manifest-list")
+            and known.schema_id == raw.get("schema-id")
+            and known.summary is not None
+            and known.summary.operation.value == summary.get("operation")
+            and known.summary.additional_properties == {
+                k: v for k, v in summary.items() if k != "operation"}
+            and getattr(known, "first_row_id", None) == raw.get("first-row-id")
+            and getattr(known, "added_rows", None) == raw.get("added-rows"))
+
+
+def load_moved(catalog: Catalog, current: Table, pointer: Pointer,
+               parser: MetadataParser) -> Table:
+    """The table at ``pointer.location``, parsed by ``parser`` (which parsed the table's
+    earlier metadata files).
+
+    The file is read through ``current``'s FileIO (the same storage and credentials). The
+    new table keeps that FileIO when the table's properties did not change and the catalog
+    adds nothing of its own (SQL); otherwise (a REST server's config and vended
+    credentials, which may rotate) it is built as the catalog builds it.
+    """
+    location = pointer.location
+    assert location is not None
+    raw = current.io.new_input(location).open().read()
+    metadata = parser.parse(raw, current.metadata)
+    extra = pointer.io_properties
+    if extra is None and metadata.properties == current.metadata.properties:
+        io = current.io
+    else:
+        io = catalog._load_file_io({**metadata.properties, **(extra or {})}, location)
+    return Table(identifier=current.name(), metadata=metadata, metadata_location=location,
+                 io=io, catalog=catalog, config=current.config)
