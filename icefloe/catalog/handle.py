@@ -62,6 +62,14 @@ class TableHandle:
     _probe: PointerProbe | None = field(default=None, init=False, repr=False)
     _probed: bool = field(default=False, init=False, repr=False)
     _parser: MetadataParser = field(default_factory=MetadataParser, init=False, repr=False)
+    version: int = field(default=0, init=False)
+    """Counts the loads that replaced :attr:`table` (0: the first); equal versions mean the
+    same metadata, so a caller may keep what it derived from it."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "table" and "table" in self.__dict__ and value is not self.__dict__["table"]:
+            object.__setattr__(self, "version", self.version + 1)
+        object.__setattr__(self, name, value)
 
     @property
     def metadata(self) -> TableMetadata:

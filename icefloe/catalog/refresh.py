@@ -70,9 +70,12 @@ class PointerProbe(Protocol):
 class SqlPointerProbe:
     """The SQL catalog's pointer: ``metadata_location`` of the table's one row.
 
-    One indexed ``SELECT`` through the catalog's SQLAlchemy engine (SQLite or PostgreSQL);
-    the table row's key is (catalog name, namespace, table name), as PyIceberg's
-    ``SqlCatalog.load_table`` reads it.
+    One indexed ``SELECT`` on a pooled connection of the catalog's SQLAlchemy engine
+    (SQLite or PostgreSQL); the row's key is (catalog name, namespace, table name), as
+    PyIceberg's ``SqlCatalog.load_table`` reads it. The statement is compiled once for the
+    engine's dialect and run on the DB-API cursor: a poll touches a few microseconds of
+    code (ORM execution: 60 us hot, about 0.5 ms at a poll's cold caches). A connection
+    that failed is invalidated, so a restarted database server is reconnected to.
     """
 
     def __init__(self, catalog: Any, identifier: str) -> None:
@@ -82,15 +85,32 @@ class SqlPointerProbe:
         namespace = Catalog.namespace_to_string(Catalog.namespace_from(identifier))
         name = Catalog.table_name_from(identifier)
         self._engine = catalog.engine
-        self._statement = select(IcebergTables.metadata_location).where(
+        statement = select(IcebergTables.metadata_location).where(
             IcebergTables.catalog_name == catalog.name,
             IcebergTables.table_namespace == namespace,
             IcebergTables.table_name == name,
         )
+        compiled = statement.compile(dialect=self._engine.dialect)
+        self._sql = str(compiled)
+        params = compiled.params
+        self._args: tuple[Any, ...] | dict[str, Any] = (
+            tuple(params[key] for key in compiled.positiontup or ())
+            if compiled.positional else dict(params))
 
     def probe(self, current: Table) -> Pointer:
-        with self._engine.connect() as connection:
-            row = connection.execute(self._statement).first()
+        connection = self._engine.raw_connection()
+        try:
+            cursor = connection.cursor()
+            try:
+                cursor.execute(self._sql, self._args)
+                row = cursor.fetchone()
+            finally:
+                cursor.close()
+        except BaseException:
+            connection.invalidate()
+            raise
+        finally:
+            connection.close()  # back to the pool (or discarded, when invalidated)
         if row is None:
             raise NoSuchTableError(f"Table does not exist: {current.name()}")
         return Pointer(row[0])

@@ -191,6 +191,7 @@ class ContinuousEnumerator:
                                           options.allow_column_drop, handle.identifier)
         self.schema: StreamSchema | None = None
         self.base_schema_id: int | None = None
+        self._idle: tuple[object, EnumerationResult] | None = None
 
     # -- the stream schema ---------------------------------------------------------
 
@@ -427,11 +428,18 @@ class ContinuousEnumerator:
         A failed call (e.g. a manifest read error) advances nothing: the planning cursor
         is dropped, so calling again re-plans from ``position``.
         """
+        # an idle poll: the same call on the same metadata found nothing before
+        key = (self.handle.version, id(self.handle.table), position, limits,
+               until_snapshot_id, stop_at, self.schema)
+        if self._idle is not None and self._idle[0] == key:
+            return self._idle[1]
         try:
-            return self._enumerate(position, limits, until_snapshot_id, stop_at)
+            result = self._enumerate(position, limits, until_snapshot_id, stop_at)
         except BaseException:
             self._cursor = None  # its generator may be dead: never mistake it for "done"
             raise
+        self._idle = (key, result) if not result.items and not result.reset else None
+        return result
 
     def _enumerate(self, position: Position, limits: Limits, until_snapshot_id: int | None,
                    stop_at: Position | None) -> EnumerationResult:
