@@ -34,7 +34,7 @@ from pyiceberg.table import Table
 from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil
 
 if TYPE_CHECKING:
-    from pyiceberg.table.snapshots import Snapshot, SnapshotLogEntry
+    from pyiceberg.table.snapshots import Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -183,24 +183,97 @@ _TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _LIST = msgspec.json.Decoder(list[msgspec.Raw])
 
 
+def _offset(raw: bytes, region: msgspec.Raw) -> int | None:
+    """Where ``region`` (a zero-copy slice msgspec decoded from ``raw``) starts in ``raw``;
+    None when it is not inside ``raw``."""
+    import numpy as np
+
+    base = np.frombuffer(raw, np.uint8).ctypes.data
+    at = int(np.frombuffer(region, np.uint8).ctypes.data - base) if len(region) else -1
+    return at if at >= 0 and at + len(region) <= len(raw) else None
+
+
+class _ArrayReuse:
+    """The objects built for one JSON array of successive metadata files (``snapshots``
+    or ``snapshot-log``), and where that array's text was in the last file.
+
+    A writer appends to these arrays and an expiry cuts their front. When the new text
+    starts with the last one's up to its last element (whatever white space follows:
+    Java pretty-prints), only the tail is new: one memory compare (7 ms for 60 MB) and the
+    tail decoded. Otherwise the elements are matched by their text with the last file's.
+    """
+
+    def __init__(self) -> None:
+        self.raw: bytes = b""
+        self.offset = 0
+        self.length = 0
+        self.prefix = 0  # the text up to the last element's end (Java pretty-prints)
+        self.objects: list[Any] = []
+
+    def match(self, region: msgspec.Raw | None) -> tuple[list[Any], list[tuple[int, bytes]]]:
+        """``(objects, fresh)``: the array's elements, None where not known, and the
+        ``(index, text)`` of those to build."""
+        if region is None:
+            return [], []
+        view = memoryview(region)
+        n = self.length
+        if n > 2 and len(view) >= n and self.raw.startswith(view[:n - 1], self.offset):
+            tail = bytes(view[n - 1:]).lstrip()
+            if tail == b"]":
+                return list(self.objects), []
+            if tail.startswith(b","):
+                new = _LIST.decode(b"[" + tail[1:])
+                known = len(self.objects)
+                return (self.objects + [None] * len(new),
+                        [(known + i, bytes(text)) for i, text in enumerate(new)])
+        by_text: dict[bytes, Any] = {}
+        if n:
+            previous = _LIST.decode(memoryview(self.raw)[self.offset:self.offset + n])
+            by_text = {bytes(t): o for t, o in zip(previous, self.objects, strict=True)}
+        texts = [bytes(t) for t in _LIST.decode(view)]
+        objects = [by_text.get(t) for t in texts]
+        return objects, [(i, t) for i, t in enumerate(texts) if objects[i] is None]
+
+    def remember(self, raw: bytes, region: msgspec.Raw | None, objects: list[Any]) -> None:
+        """Keep ``objects`` and where their array's text is (``raw`` stays referenced)."""
+        if region is None:
+            self.raw, self.offset, self.length, self.prefix, self.objects = b"", 0, 0, 0, []
+            return
+        at = _offset(raw, region)
+        if at is None:  # not a slice of raw: keep a copy of the text
+            raw, at = bytes(region), 0
+        self.raw, self.offset, self.length, self.objects = raw, at, len(region), objects
+        end = raw[max(at, at + len(region) - 256):at + len(region)]  # "...} ]"
+        self.prefix = len(region) - (len(end) - len(end.rstrip()[:-1].rstrip()))
+
+    def seed(self, texts: list[bytes], objects: list[Any]) -> None:
+        """Know ``objects`` by their texts (the first file, against metadata built
+        elsewhere): as if a file whose array held exactly these texts came before."""
+        array = b"[" + b",".join(texts) + b"]"
+        self.raw, self.offset, self.length, self.objects = array, 0, len(array), objects
+        self.prefix = len(array) - 1
+
+
 class MetadataParser:
     """Parses successive metadata files of one table, reusing the objects it built before.
 
     A snapshot (or snapshot-log entry) whose JSON text is the same as in the file parsed
     before is taken as built then; only new or changed ones (PyIceberg's snapshot expiry
     rewrites the parent of the oldest snapshot it keeps) go through PyIceberg's model, with
-    the small fields (schemas, specs, refs, properties). The file is split with msgspec,
-    which keeps each snapshot as a slice of the bytes without decoding it: at 10,000
-    snapshots 3 ms, against 60 ms for ``json.loads`` and 190 ms for PyIceberg's whole parse.
+    the small fields (schemas, specs, refs, properties). msgspec splits the file without
+    decoding what it keeps as slices of the bytes; an array the writer only appended to is
+    recognised by one memory compare, and only its tail is decoded
+    (:class:`_ArrayReuse`). At 100,000 snapshots (65 MB) PyIceberg's whole parse takes
+    3.6 s.
 
-    The result equals ``TableMetadataUtil.parse_raw(raw)``. It keeps the snapshots of the
-    last file only (memory: about the size of that file's snapshot JSON). One parser per
-    table handle; not thread-safe (the enumerator refreshes from one thread).
+    The result equals ``TableMetadataUtil.parse_raw(raw)``. It keeps the last file's bytes
+    and objects only. One parser per table handle; not thread-safe (the enumerator
+    refreshes from one thread).
     """
 
     def __init__(self) -> None:
-        self._snapshots: dict[bytes, Snapshot] = {}
-        self._log: dict[bytes, SnapshotLogEntry] = {}
+        self._snapshots = _ArrayReuse()
+        self._log = _ArrayReuse()
 
     def parse(self, raw: bytes, previous: TableMetadata | None = None) -> TableMetadata:
         """The table metadata of the metadata file ``raw``.
@@ -211,44 +284,48 @@ class MetadataParser:
                 are reused where the file holds them unchanged.
         """
         top = _TOP.decode(raw)
-        snapshots_raw = [bytes(r) for r in _LIST.decode(top.pop("snapshots", b"[]"))]
-        log_raw = [bytes(r) for r in _LIST.decode(top.pop("snapshot-log", b"[]"))]
-        if previous is not None and not self._snapshots:
-            self._seed(previous, snapshots_raw, log_raw)
+        snapshots_region = top.pop("snapshots", None)
+        log_region = top.pop("snapshot-log", None)
+        if previous is not None and not self._snapshots.length:
+            self._seed(previous, snapshots_region, log_region)
         data: dict[str, Any] = {key: msgspec.json.decode(value) for key, value in top.items()}
-        known, known_log = self._snapshots, self._log
-        fresh = [i for i, text in enumerate(snapshots_raw) if text not in known]
-        fresh_log = [i for i, text in enumerate(log_raw) if text not in known_log]
-        data["snapshots"] = [msgspec.json.decode(snapshots_raw[i]) for i in fresh]
-        data["snapshot-log"] = [msgspec.json.decode(log_raw[i]) for i in fresh_log]
+        snapshots, fresh = self._snapshots.match(snapshots_region)
+        entries, fresh_log = self._log.match(log_region)
+        data["snapshots"] = [msgspec.json.decode(text) for _, text in fresh]
+        data["snapshot-log"] = [msgspec.json.decode(text) for _, text in fresh_log]
         partial = TableMetadataUtil.parse_obj(data)
-        built = dict(zip(fresh, partial.snapshots, strict=True))
-        built_log = dict(zip(fresh_log, partial.snapshot_log, strict=True))
-        snapshots = [built[i] if i in built else known[text]
-                     for i, text in enumerate(snapshots_raw)]
-        entries = [built_log[i] if i in built_log else known_log[text]
-                   for i, text in enumerate(log_raw)]
-        self._snapshots = dict(zip(snapshots_raw, snapshots, strict=True))
-        self._log = dict(zip(log_raw, entries, strict=True))
+        for (at, _), built in zip(fresh, partial.snapshots, strict=True):
+            snapshots[at] = built
+        for (at, _), built_entry in zip(fresh_log, partial.snapshot_log, strict=True):
+            entries[at] = built_entry
+        self._snapshots.remember(raw, snapshots_region, snapshots)
+        self._log.remember(raw, log_region, entries)
         return partial.model_copy(update={"snapshots": snapshots, "snapshot_log": entries})
 
-    def _seed(self, previous: TableMetadata, snapshots_raw: list[bytes],
-              log_raw: list[bytes]) -> None:
+    def _seed(self, previous: TableMetadata, snapshots_region: msgspec.Raw | None,
+              log_region: msgspec.Raw | None) -> None:
         """Know ``previous``'s snapshots by the texts of the file that hold them unchanged."""
         from icefloe.enumerator.lineage import snapshot_index
 
         index = snapshot_index(previous)
-        for text in snapshots_raw:
+        texts: list[bytes] = []
+        objects: list[Any] = []
+        for text in _LIST.decode(snapshots_region or b"[]"):
             fields = msgspec.json.decode(text)
             old = index.get(fields.get("snapshot-id"))
             if old is not None and _same_snapshot(old, fields):
-                self._snapshots[text] = old
+                texts.append(bytes(text))
+                objects.append(old)
+        self._snapshots.seed(texts, objects)
         entries = {(e.snapshot_id, e.timestamp_ms): e for e in previous.snapshot_log}
-        for text in log_raw:
+        texts, objects = [], []  # the log's
+        for text in _LIST.decode(log_region or b"[]"):
             fields = msgspec.json.decode(text)
             entry = entries.get((fields.get("snapshot-id"), fields.get("timestamp-ms")))
             if entry is not None:
-                self._log[text] = entry
+                texts.append(bytes(text))
+                objects.append(entry)
+        self._log.seed(texts, objects)
 
 
 def _same_snapshot(known: Snapshot, raw: dict[str, Any]) -> bool:

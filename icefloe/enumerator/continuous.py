@@ -255,8 +255,13 @@ class ContinuousEnumerator:
         since the start: :data:`~icefloe.enumerator.schema_track.SCHEMA_EPOCH`)."""
         return schema.schema_id + self._epoch * SCHEMA_EPOCH
 
-    def _restart_schema(self) -> SchemaSwitch:
-        """After a reset onto a re-created table: the stream schema starts again there."""
+    def _restart_schema(self) -> SchemaSwitch | None:
+        """After a reset onto a re-created table: the stream schema starts again there
+        (None: no stream schema had started, so nothing of the old table is in use)."""
+        self._replaced = False
+        if self.schema is None:
+            self.start_schema()
+            return None
         metadata = self.handle.metadata
         head = self.head()
         fresh = self.schema_policy.start(metadata, head, None)
