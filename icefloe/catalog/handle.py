@@ -72,6 +72,12 @@ class TableHandle:
         object.__setattr__(self, name, value)
 
     @property
+    def pointer_probe(self) -> PointerProbe | None:
+        """How :meth:`refresh` asks the catalog for the metadata pointer (None: before the
+        first refresh, for a Nessie table, or for a catalog that is reloaded whole)."""
+        return self._probe
+
+    @property
     def metadata(self) -> TableMetadata:
         return self.table.metadata
 
