@@ -3,7 +3,7 @@ PYTHON ?= python3
 UV_VERSION := 0.13.8
 UV := $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
 
-.PHONY: setup demo test test-slow test-interop interop-env interop-data lint bench bench-quick clean
+.PHONY: setup demo test test-slow test-interop interop-env interop-data lint bench bench-quick soak clean
 
 # A virtual environment (.venv) exactly as pinned in uv.lock, with every extra.
 # --compile-bytecode: every process (the CLI, each Spark Python worker, each Ray worker)
@@ -48,6 +48,13 @@ bench-quick: setup
 
 bench: setup
 	uv run python -m benchmarks.run --scale full
+
+# The soak (issue 26): a stream behind a fast writer with compaction and expiry for
+# SOAK_MINUTES (default 30); per-window CPU per snapshot, RSS, lag, checkpoint size, and
+# every row exactly once. Not part of `make bench`.
+SOAK_MINUTES ?= 30
+soak: setup
+	SOAK_MINUTES=$(SOAK_MINUTES) uv run python -m benchmarks.bench_soak
 
 clean:
 	rm -rf .venv .venv-interop build/interop icefloe-demo icefloe-warehouse dist .pytest_cache .mypy_cache .ruff_cache

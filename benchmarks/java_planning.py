@@ -24,7 +24,6 @@ from typing import Any
 
 from benchmarks.common import DATA_DIR, ROOT
 
-SOURCE = ROOT / "java" / "PlanFiles.java"
 RUNTIME_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
 HOW_TO = ("create it with `make interop-env` (Java 17; see interop/setup.sh), then re-run "
           "`uv run python -m benchmarks.run --only planning`")
@@ -51,22 +50,24 @@ def classpath() -> tuple[str | None, str]:
     return os.pathsep.join([str(runtime), str(shaded), str(spark_jars / "*")]), ""
 
 
-def _compiled(cp: str) -> list[str]:
-    """The ``java`` arguments that run the driver: its compiled class, or its source."""
+def compiled_class(cp: str, name: str = "PlanFiles") -> list[str]:
+    """The ``java`` arguments that run the driver ``benchmarks/java/<name>.java``: its
+    compiled class (cached under ``benchmarks/data/``), or its source."""
+    source = ROOT / "java" / f"{name}.java"
     javac = shutil.which("javac")
     if javac is None:
-        return ["-cp", cp, str(SOURCE)]  # single-file source launch (JDK 11+)
-    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
-    out = DATA_DIR / f"java-planfiles-{digest}"
-    if not (out / "PlanFiles.class").exists():
+        return ["-cp", cp, str(source)]  # single-file source launch (JDK 11+)
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    out = DATA_DIR / f"java-{name.lower()}-{digest}"
+    if not (out / f"{name}.class").exists():
         tmp = out.with_name(out.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        subprocess.run([javac, "-nowarn", "-d", str(tmp), "-cp", cp, str(SOURCE)], check=True,
+        subprocess.run([javac, "-nowarn", "-d", str(tmp), "-cp", cp, str(source)], check=True,
                        capture_output=True)
         shutil.rmtree(out, ignore_errors=True)
         tmp.rename(out)
-    return ["-cp", os.pathsep.join([str(out), cp]), "PlanFiles"]
+    return ["-cp", os.pathsep.join([str(out), cp]), name]
 
 
 def plan_files(metadata_path: str, passes: int, threads: int | None = None,
@@ -85,7 +86,7 @@ def plan_files(metadata_path: str, passes: int, threads: int | None = None,
     args = ["java"]
     if threads is not None:
         args.append(f"-Diceberg.worker.num-threads={threads}")
-    args += [*_compiled(cp), metadata_path, str(passes)]
+    args += [*compiled_class(cp), metadata_path, str(passes)]
     if filter_ge is not None:
         args += [filter_ge[0], str(filter_ge[1])]
     start = time.perf_counter()

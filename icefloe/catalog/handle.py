@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pyiceberg.catalog import Catalog
@@ -19,6 +19,7 @@ from pyiceberg.table.refs import SnapshotRefType
 from pyiceberg.table.snapshots import Snapshot
 
 from icefloe.catalog.loader import auth_error
+from icefloe.catalog.refresh import MetadataParser, PointerProbe, load_moved, probe_for
 from icefloe.enumerator.lineage import snapshot_by_id
 from icefloe.errors import CatalogError, RefNotFoundError, SnapshotNotFoundError, TableNotFoundError
 
@@ -58,6 +59,23 @@ class TableHandle:
     identifier: str
     table: Table
     follow_renames: bool = False
+    _probe: PointerProbe | None = field(default=None, init=False, repr=False)
+    _probed: bool = field(default=False, init=False, repr=False)
+    _parser: MetadataParser = field(default_factory=MetadataParser, init=False, repr=False)
+    version: int = field(default=0, init=False)
+    """Counts the loads that replaced :attr:`table` (0: the first); equal versions mean the
+    same metadata, so a caller may keep what it derived from it."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "table" and "table" in self.__dict__ and value is not self.__dict__["table"]:
+            object.__setattr__(self, "version", self.version + 1)
+        object.__setattr__(self, name, value)
+
+    @property
+    def pointer_probe(self) -> PointerProbe | None:
+        """How :meth:`refresh` asks the catalog for the metadata pointer (None: before the
+        first refresh, for a Nessie table, or for a catalog that is reloaded whole)."""
+        return self._probe
 
     @property
     def metadata(self) -> TableMetadata:
@@ -86,17 +104,32 @@ class TableHandle:
     def refresh(self) -> TableHandle:
         """Reload the table's metadata from the catalog (in place); returns self.
 
-        For a Nessie table this asks for the reference's head first and keeps the loaded
-        metadata (reading nothing else) when it did not move.
+        The pointer first (:mod:`icefloe.catalog.refresh`): the catalog is asked where the
+        metadata is now, and nothing more is read when it did not move (a Nessie
+        reference's head, a SQL catalog's row, a REST ETag); a moved table is parsed
+        reusing the snapshots already known. A catalog without a pointer probe is
+        reloaded whole.
         """
         versioned = self._versioned
-        if versioned is None:
+        if versioned is not None:
+            moved = _guard(self.catalog, self.identifier, lambda: versioned.refresh_if_moved(
+                self.table, follow_renames=self.follow_renames))
+            if moved is not None:
+                self.table = moved
+            return self
+        if not self._probed:
+            self._probe, self._probed = probe_for(self.catalog, self.identifier), True
+        probe = self._probe
+        if probe is None:
             self.table = _load(self.catalog, self.identifier)
             return self
-        moved = _guard(self.catalog, self.identifier, lambda: versioned.refresh_if_moved(
-            self.table, follow_renames=self.follow_renames))
-        if moved is not None:
-            self.table = moved
+        pointer = _guard(self.catalog, self.identifier, lambda: probe.probe(self.table))
+        if pointer.location is None:
+            self.table = _load(self.catalog, self.identifier)
+        elif pointer.location != self.table.metadata_location:
+            self.table = _guard(self.catalog, self.identifier,
+                                lambda: load_moved(self.catalog, self.table, pointer,
+                                                   self._parser))
         return self
 
     def _bind(self, ref: str) -> bool:

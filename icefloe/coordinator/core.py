@@ -61,6 +61,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+KEPT_SCHEMAS = 16
+"""Read contexts of schemas switched to that a coordinator keeps besides the start one."""
+
+
 class Coordinator:
     """Enumeration, assignment, acks and checkpoints of one continuous read.
 
@@ -100,6 +104,7 @@ class Coordinator:
         self._changes: dict[int, SchemaChange] = {}
         self._base_schema: StreamSchema | None = None
         self._switches: list[tuple[Position, StreamSchema]] = []  # in position order
+        self._start_key: int | None = None  # the start schema's context key (kept)
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -122,6 +127,7 @@ class Coordinator:
         context = ReadContext.create(handle.metadata, handle.io, self.enumerator.read_schema(),
                                      opts)
         self._contexts[self._base_schema.schema_id] = context
+        self._start_key = self._base_schema.schema_id
         pinned: int | None = None
         if self.available_now:
             head = self.enumerator.head()
@@ -156,16 +162,32 @@ class Coordinator:
             raise RuntimeError("the coordinator is not started")
         return tracker
 
-    def reset_to(self, position: Position) -> bool:
+    def reset_to(self, position: Position, schema_reset: SchemaSwitch | None = None) -> bool:
         """A lineage strategy moved the position: wait for the in-flight acks, restart
         tracking at ``position`` and write that checkpoint at once (a restart before the
         next ack must not resolve the strategy again: ``restartFromHead`` would skip what
-        was committed in between). False if stopped while waiting."""
+        was committed in between). False if stopped while waiting.
+
+        ``schema_reset`` (the reset moved onto a re-created table): the stream schema
+        starts again in the new table; the old table's read contexts are dropped (every
+        split of it was acknowledged) and the new one is keyed by the switch's tag.
+        """
         while self.tracker.in_flight():
             if self.stop_event.wait(0.05):
                 return False
+        context = None
+        if schema_reset is not None:
+            metadata = self.handle.metadata
+            schema = metadata.schema_by_id(schema_reset.schema.schema_id) or metadata.schema()
+            context = ReadContext.create(metadata, self.handle.io, schema, self.options)
         with self._lock:
             self._tracker = AckTracker(position, (), ())
+            if schema_reset is not None and context is not None:
+                self._contexts = {schema_reset.key: context}
+                self._start_key = schema_reset.key
+                self._changes = {schema_reset.key: schema_reset.change}
+                self._base_schema = schema_reset.schema
+                self._switches = []
             self.session.mark_dirty()
         self.write_checkpoint()
         return True
@@ -180,6 +202,7 @@ class Coordinator:
             if self.stop_event.wait(0.05):
                 return False
         schema_id = switch.schema.schema_id
+        key = switch.key
         metadata = self.handle.metadata
         new = metadata.schema_by_id(schema_id)
         base_id = self._base_schema.schema_id if self._base_schema else schema_id
@@ -193,9 +216,16 @@ class Coordinator:
                                               self.options.case_sensitive))
         context = ReadContext.create(metadata, self.handle.io, new, opts)
         with self._lock:
-            self._contexts.setdefault(schema_id, context)
-            self._changes[schema_id] = switch.change
+            self._contexts.setdefault(key, context)
+            self._changes[key] = switch.change
             self._switches.append((switch.position, switch.schema))
+            # a stream lives for months: keep the start schema's context and the last
+            # KEPT_SCHEMAS ones (readers are never that many schemas behind: a switch
+            # waits for nothing, but every schema's splits are read in split order)
+            while len(self._contexts) > KEPT_SCHEMAS + 1:
+                oldest = next(k for k in self._contexts if k != self._start_key)
+                del self._contexts[oldest]
+                self._changes.pop(oldest, None)
         return True
 
     def context_for(self, schema_id: int) -> ReadContext:

@@ -79,7 +79,7 @@ class EnumerationLoop:
                                   self.pinned_head),
                 coord.retry, f"enumeration of {coord.handle.identifier}", sleep=stop.wait)
             if result.reset:
-                if not coord.reset_to(result.from_position):
+                if not coord.reset_to(result.from_position, result.schema_reset):
                     return
                 self.position = result.from_position  # the units' phases count from here
             commit_hash = coord.handle.commit_hash

@@ -36,7 +36,7 @@ import pyarrow as pa
 from icefloe.coordinator.crash import crash_point
 from icefloe.coordinator.item import Deliveries, Stats, StreamItem
 from icefloe.coordinator.lag import Lag
-from icefloe.enumerator.schema_track import SchemaChange
+from icefloe.enumerator.schema_track import SchemaChange, table_schema_id
 from icefloe.errors import StreamClosedError
 from icefloe.splits.split import FileSplit
 from icefloe.state.position import Position
@@ -63,6 +63,7 @@ class StreamBase:
         self._base_schema_id: int | None = None  # the schema the readers started with
         self.schema_id: int | None = None
         """The schema of the last item delivered (before any: the start schema)."""
+        self._schema_tag: int | None = None  # its tag (SCHEMA_EPOCH)
 
     # -- what an engine supplies -----------------------------------------------------
 
@@ -105,7 +106,7 @@ class StreamBase:
             raise StreamClosedError("the stream is closed; open a new one")
         self._started = True
         self._open()
-        self.schema_id = self._base_schema_id
+        self.schema_id = self._schema_tag = self._base_schema_id
 
     def __enter__(self) -> StreamBase:
         self.start()
@@ -175,14 +176,16 @@ class StreamBase:
                 self.stats.splits += 1 if last else 0
                 index = self._deliveries.delivered(split.split_id)
                 crash_point("after_emit")
-                schema_id = split.schema_id if split.schema_id is not None \
+                tag = split.schema_id if split.schema_id is not None \
                     else self._base_schema_id
                 change = None
-                if schema_id != self.schema_id and schema_id is not None:
-                    change = self._schema_change(schema_id)
-                    self.schema_id = schema_id
-                item = StreamItem(batch, split, consumed, last, reader_id, index, schema_id,
-                                  change, self._ack_item)
+                if tag != self._schema_tag and tag is not None:
+                    change = self._schema_change(tag)
+                    self._schema_tag = tag
+                    self.schema_id = table_schema_id(tag)
+                item = StreamItem(batch, split, consumed, last, reader_id, index,
+                                  None if tag is None else table_schema_id(tag), change,
+                                  self._ack_item)
                 with self._consumer:
                     self._holding = me
                 yield item

@@ -34,7 +34,14 @@ from icefloe.enumerator.lineage import ancestors, snapshots_between
 from icefloe.enumerator.planner import SplitPlanner, TableSplitPlanner
 from icefloe.enumerator.policy import Action, decide, operation_of
 from icefloe.enumerator.row_lineage import with_row_lineage
-from icefloe.enumerator.schema_track import SchemaChange, SchemaMode, SchemaPolicy, StreamSchema
+from icefloe.enumerator.schema_track import (
+    SCHEMA_EPOCH,
+    SchemaChange,
+    SchemaMode,
+    SchemaPolicy,
+    StreamSchema,
+    new_table_change,
+)
 from icefloe.errors import (
     ExpiredPositionError,
     LineageBreakError,
@@ -116,11 +123,17 @@ class SchemaSwitch:
     sequence_number: int
     schema: StreamSchema
     change: SchemaChange
+    tag: int | None = None
 
     @property
     def position(self) -> Position:
         """The position from which the new schema applies (the unit's start)."""
         return Position("incremental", self.snapshot_id, self.sequence_number, 0)
+
+    @property
+    def key(self) -> int:
+        """The schema tag the splits after it carry (:data:`SCHEMA_EPOCH`)."""
+        return self.tag if self.tag is not None else self.schema.schema_id
 
 
 Item = FileSplit | UnitEnd | SchemaSwitch
@@ -132,7 +145,9 @@ class EnumerationResult:
 
     ``from_position`` is exclusive and ``to_position`` is the exclusive position after
     the last item; ``reset`` is True when a lineage strategy moved ``from_position``
-    (the caller's tracked state before it is void).
+    (the caller's tracked state before it is void). ``schema_reset`` is set when that
+    reset moved onto a re-created table: the stream schema starts again there (its
+    ``tag`` keys the new table's read context, its ``change`` says what changed).
     """
 
     from_position: Position
@@ -140,6 +155,7 @@ class EnumerationResult:
     items: tuple[Item, ...]
     head_snapshot_id: int | None
     reset: bool = False
+    schema_reset: SchemaSwitch | None = None
     splits: tuple[FileSplit, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -191,6 +207,10 @@ class ContinuousEnumerator:
                                           options.allow_column_drop, handle.identifier)
         self.schema: StreamSchema | None = None
         self.base_schema_id: int | None = None
+        self._idle: tuple[object, EnumerationResult] | None = None
+        self._epoch = 0  # tables followed after the first (SCHEMA_EPOCH)
+        self._left: Schema | None = None  # the schema read when the table was replaced
+        self._replaced = False  # a reset onto a re-created table waits for its schema
 
     # -- the stream schema ---------------------------------------------------------
 
@@ -224,8 +244,38 @@ class ContinuousEnumerator:
         the ``maxAttempts`` / ``retryBackoffMs`` options; after the last attempt the
         error is raised (the metadata loaded before stays in place).
         """
+        identity, metadata = self.handle.identity, self.handle.metadata
         call_with_retry(self.handle.refresh, RetryPolicy.from_options(self.options),
                         f"refresh of table {self.handle.identifier}")
+        if self.handle.identity != identity and self.schema is not None:
+            self._left = metadata.schema_by_id(self.schema.schema_id)
+
+    def schema_tag(self, schema: StreamSchema) -> int:
+        """The tag splits read in ``schema`` carry (its id, offset by the tables followed
+        since the start: :data:`~icefloe.enumerator.schema_track.SCHEMA_EPOCH`)."""
+        return schema.schema_id + self._epoch * SCHEMA_EPOCH
+
+    def _restart_schema(self) -> SchemaSwitch | None:
+        """After a reset onto a re-created table: the stream schema starts again there
+        (None: no stream schema had started, so nothing of the old table is in use)."""
+        self._replaced = False
+        if self.schema is None:
+            self.start_schema()
+            return None
+        metadata = self.handle.metadata
+        head = self.head()
+        fresh = self.schema_policy.start(metadata, head, None)
+        self.schema_policy.forget()
+        self._epoch += 1
+        self._replaced = False
+        self.schema = fresh
+        change = new_table_change(self._left, metadata.schema_by_id(fresh.schema_id)
+                                  or metadata.schema())
+        self._left = None
+        log.info("stream schema restarts on the re-created table %s: schema %d (%s)",
+                 self.handle.identifier, fresh.schema_id, change.describe())
+        return SchemaSwitch(head.snapshot_id if head else 0, _seq(head) if head else 0, fresh,
+                            change, tag=self.schema_tag(fresh))
 
     def head(self) -> Snapshot | None:
         """The head snapshot of the configured branch (None: the table has none yet)."""
@@ -349,6 +399,8 @@ class ContinuousEnumerator:
                         "oldest snapshot still in the lineage, %d (data in between is lost)",
                         position.describe(), oldest.snapshot_id)
             return Position("incremental", oldest.snapshot_id, _seq(oldest), 0)
+        if opts.on_lineage_break != "fail" and isinstance(exc, TableReplacedError):
+            self._replaced = True
         if opts.on_lineage_break == "restartFromStart":
             self.identity = self.handle.identity
             start = self.initial_position()
@@ -427,21 +479,29 @@ class ContinuousEnumerator:
         A failed call (e.g. a manifest read error) advances nothing: the planning cursor
         is dropped, so calling again re-plans from ``position``.
         """
+        # an idle poll: the same call on the same metadata found nothing before
+        key = (self.handle.version, id(self.handle.table), position, limits,
+               until_snapshot_id, stop_at, self.schema)
+        if self._idle is not None and self._idle[0] == key:
+            return self._idle[1]
         try:
-            return self._enumerate(position, limits, until_snapshot_id, stop_at)
+            result = self._enumerate(position, limits, until_snapshot_id, stop_at)
         except BaseException:
             self._cursor = None  # its generator may be dead: never mistake it for "done"
             raise
+        self._idle = (key, result) if not result.items and not result.reset else None
+        return result
 
     def _enumerate(self, position: Position, limits: Limits, until_snapshot_id: int | None,
                    stop_at: Position | None) -> EnumerationResult:
         position, reset = self.validate(position)
+        schema_reset = self._restart_schema() if reset and self._replaced else None
         head = self.head()
         if until_snapshot_id is not None:
             head = self.handle.snapshot(until_snapshot_id)
         head_id = head.snapshot_id if head else None
         if head is None:
-            return EnumerationResult(position, position, (), head_id, reset)
+            return EnumerationResult(position, position, (), head_id, reset, schema_reset)
         units: list[tuple[Phase, Snapshot, int]] = []
         if position.snapshot_id is not None and position.next_ordinal is not None:
             units.append((position.phase, self.handle.snapshot(position.snapshot_id),
@@ -485,8 +545,10 @@ class ContinuousEnumerator:
                     log.info("schema change at snapshot %d: %s (schema %d -> %d)",
                              snap.snapshot_id, change.describe(), change.from_schema_id,
                              change.to_schema_id)
-                    items.append(SchemaSwitch(snap.snapshot_id, _seq(snap), schema, change))
-            tag = schema.schema_id if schema.schema_id != self.base_schema_id else None
+                    items.append(SchemaSwitch(snap.snapshot_id, _seq(snap), schema, change,
+                                              tag=self.schema_tag(schema)))
+            key = self.schema_tag(schema)
+            tag = key if key != self.base_schema_id else None
             if phase == "incremental" and start == 0:
                 self._fetch_ahead(units, unit_index)
             cursor = self._unit_splits(phase, snap, start, schema.schema_id)
@@ -516,4 +578,4 @@ class ContinuousEnumerator:
         log.info("enumerated %d splits: after %s, through %s (head %s)",
                  sum(isinstance(i, FileSplit) for i in items), position.describe(),
                  current.describe(), head_id)
-        return EnumerationResult(position, current, tuple(items), head_id, reset)
+        return EnumerationResult(position, current, tuple(items), head_id, reset, schema_reset)

@@ -42,6 +42,32 @@ if TYPE_CHECKING:
 SchemaMode = Literal["fail", "evolve", "keep"]
 SCHEMA_MODES: tuple[SchemaMode, ...] = ("fail", "evolve", "keep")
 
+SCHEMA_EPOCH = 1 << 32
+"""Schema tags of a stream that an ``onLineageBreak`` reset moved onto a re-created table.
+
+A re-created table numbers its schemas from 0 again, so a schema id of the old table may
+mean other columns in the new one. The splits of the n-th table a stream follows carry
+``schema_id + n * SCHEMA_EPOCH`` (``FileSplit.schema_id``), and the read contexts are
+keyed by that tag: no reader takes a context of the old table for the new one. Tags live
+only in the running stream; checkpoints hold table schema ids (:class:`StreamSchema`).
+"""
+
+
+def table_schema_id(tag: int) -> int:
+    """The table's schema id of a split's schema tag (see :data:`SCHEMA_EPOCH`)."""
+    return tag % SCHEMA_EPOCH
+
+
+def new_table_change(old: Schema | None, new: Schema) -> SchemaChange:
+    """What a stream that moved onto a re-created table sees: every column of the new
+    table is new, every one of the old table is gone (other field ids, none of the old
+    values, even where a name is the same)."""
+    return SchemaChange(
+        from_schema_id=old.schema_id if old is not None else new.schema_id,
+        to_schema_id=new.schema_id,
+        added=tuple(f.name for f in new.fields),
+        dropped=tuple(f.name for f in old.fields) if old is not None else ())
+
 
 @dataclass(frozen=True, slots=True)
 class SchemaChange:
@@ -213,6 +239,10 @@ def _refusal(change: SchemaChange, mode: SchemaMode, allow_rename: bool,
     return None
 
 
+DIFF_CACHE_SIZE = 64
+"""Schema pairs whose diff a :class:`SchemaPolicy` keeps (the oldest goes first)."""
+
+
 @dataclass
 class SchemaPolicy:
     """``onSchemaChange`` / ``allowColumnRename`` / ``allowColumnDrop`` of one stream.
@@ -240,8 +270,15 @@ class SchemaPolicy:
         if change is None:
             change = diff_schemas(self._schema(metadata, from_id),
                                   self._schema(metadata, to_id))
+            if len(self._diffs) >= DIFF_CACHE_SIZE:  # a stream lives for months: bounded
+                self._diffs.pop(next(iter(self._diffs)))
             self._diffs[key] = change
         return change
+
+    def forget(self) -> None:
+        """Drop the cached diffs (the stream moved onto a re-created table, whose schema
+        ids mean other schemas)."""
+        self._diffs.clear()
 
     def _schema(self, metadata: TableMetadata, schema_id: int) -> Schema:
         schema = metadata.schema_by_id(schema_id)
