@@ -71,7 +71,7 @@ def registry_of(metrics: Callable[[], StreamMetrics]) -> CollectorRegistry:
     from prometheus_client import CollectorRegistry
 
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(StreamCollector(metrics))  # type: ignore[arg-type]
+    registry.register(StreamCollector(metrics))
     return registry
 
 
@@ -134,7 +134,7 @@ class MetricsServer:
                            [("Content-Type", "text/plain; charset=utf-8"),
                             ("Content-Length", str(len(body)))])
             return [body]
-        return self._metrics_app(environ, start_response)  # type: ignore[no-any-return]
+        return self._metrics_app(environ, start_response)
 
     def close(self) -> None:
         """Stop serving (idempotent)."""
