@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from icefloe.enumerator.continuous import Limits, SchemaSwitch, UnitEnd
 from icefloe.enumerator.lineage import snapshot_by_id
 from icefloe.errors import IcefloeError, TableNotFoundError
+from icefloe.logs import bind
 from icefloe.retry import call_with_retry, observe_retries
 from icefloe.splits.split import FileSplit
 from icefloe.state.position import Phase, Position
@@ -59,7 +60,8 @@ class EnumerationLoop:
         coord = self.coordinator
         stop = coord.stop_event
         try:
-            self._run(stop)
+            with bind(table=coord.handle.identifier):  # this thread's log lines
+                self._run(stop)
         except BaseException as exc:  # delivered to the readers in order
             # a typed error (a schema change under fail, a refused snapshot) says it all;
             # anything else gets its traceback

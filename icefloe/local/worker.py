@@ -227,7 +227,9 @@ def _read_one(reader: SplitReader, progress: _Progress, retry: RetryPolicy,
                 raise
             log.warning("reading split %s failed (attempt %d of %d); re-reading from "
                         "record %d: %s: %s", split.split_id, attempt, retry.max_attempts,
-                        progress.final, type(exc).__name__, exc)
+                        progress.final, type(exc).__name__, exc,
+                        extra={"split": split.split_id, "snapshot": split.snapshot_id,
+                               "error_type": type(exc).__name__})
             yield FLUSH
             if stop.wait(retry.delay_s(attempt)):
                 return False
