@@ -221,3 +221,38 @@ def test_health_follows_failures_and_the_age_of_the_last_poll() -> None:
     assert not healthy and reason == "enumeration failed: RuntimeError: boom"
     assert recorder.values()["errors"] == {("enumeration", "RuntimeError"): 1}
     assert recorder.values()["enumeration_alive"] is False
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_readme_documents_every_metric_with_its_type_and_meaning() -> None:
+    documented = {}
+    for line in (ROOT / "README.md").read_text().splitlines():
+        if line.startswith("| `icefloe_"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            documented[cells[0].strip("`").split("{")[0]] = (cells[1].strip("`"), cells[2],
+                                                             cells[3])
+    assert documented == {s.name: (s.field, s.kind, s.help) for s in METRICS}
+    fields = {f for f in StreamMetrics.__dataclass_fields__ if f not in (
+        "table", "head_snapshot_id", "committed_snapshot_id",
+        "seconds_since_last_successful_poll", "health_reason")}
+    assert fields == {s.field for s in METRICS}  # every value exported, or said why not
+
+
+def test_the_grafana_dashboard_uses_only_exported_names() -> None:
+    import json
+    import re
+
+    dashboard = json.loads((ROOT / "docs" / "grafana" / "icefloe-stream.json").read_text())
+    exported = {s.name for s in METRICS}
+    used = set()
+    for panel in dashboard["panels"]:
+        assert panel["targets"], panel["title"]
+        for target in panel["targets"]:
+            names = set(re.findall(r"icefloe_\w+", target["expr"]))
+            assert names, target
+            used |= names
+    assert used <= exported, used - exported
+    assert {"icefloe_lag_records", "icefloe_lag_seconds", "icefloe_healthy",
+            "icefloe_rows_total", "icefloe_retries_total"} <= used
