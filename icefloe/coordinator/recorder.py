@@ -3,8 +3,8 @@
 Runs where the coordinator runs. The enumeration loop reports each poll, planning and
 failed attempt; the coordinator reports checkpoint writes and finished splits. Every
 report is a few counter updates (nothing per batch, nothing that walks the table's
-history); :meth:`MetricsRecorder.snapshot_into` copies them into a
-:class:`~icefloe.coordinator.metrics.StreamMetrics` when someone asks.
+history); :meth:`MetricsRecorder.values` gives them to
+:meth:`icefloe.coordinator.Coordinator.metrics` when someone asks.
 
 Health (``/healthz``, :attr:`StreamMetrics.healthy`), in this order:
 
