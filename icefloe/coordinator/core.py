@@ -278,14 +278,21 @@ class Coordinator:
                 return
             schema = self.schema_at(self._tracker.committed())
             started = time.monotonic()
-            with observe_retries(functools.partial(self.recorder.failed, "checkpoint")):
+            counted: list[BaseException] = []  # failures the store's retries reported
+
+            def failed(exc: BaseException, retrying: bool) -> None:
+                self.recorder.failed("checkpoint", exc, retrying)
+                counted.append(exc)
+
+            with observe_retries(failed):
                 try:
                     written = self.session.write(
                         self._tracker, self.enumerator.identity, hashes,
                         functools.partial(crash_point, "during_checkpoint_write"),
                         None if schema is None else (schema.schema_id, schema.since))
                 except Exception as exc:
-                    self.recorder.failed("checkpoint", exc, False)
+                    if not any(exc is seen for seen in counted):  # a local store's error
+                        self.recorder.failed("checkpoint", exc, False)
                     raise
             if written:
                 self.recorder.checkpoint_written(time.monotonic() - started,

@@ -17,33 +17,20 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
 
 from tests.cli.support import ROOT, warehouse
 from tests.helpers.tables import rows
+from tests.helpers.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(240)
-T = TypeVar("T")
 SECRET = "TOPSECRET42"
-
-
-def wait_for(probe: Callable[[], T | None], what: str, timeout_s: float = 90.0) -> T:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def get(port: int, path: str) -> tuple[int, str]:

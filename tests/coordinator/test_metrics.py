@@ -12,9 +12,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -29,23 +27,11 @@ from icefloe.metrics.prometheus import render
 from icefloe.retry import RetryPolicy
 from icefloe.state.store import CURRENT_NAME
 from tests.helpers.tables import make_table, rows
+from tests.helpers.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(180)
-T = TypeVar("T")
 
 APPENDS = (5, 7, 11)  # records of the K = 3 snapshots held behind the committed position
-
-
-def wait_for(probe: Callable[[], T | None], what: str, timeout_s: float = 60.0) -> T:
-    """``probe()``'s first truthy value; fails naming ``what`` after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def scrape(address: tuple[str, int], path: str = "/metrics") -> tuple[int, str]:

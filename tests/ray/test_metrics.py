@@ -8,11 +8,8 @@ counters the reader actors reported against the items received.
 
 from __future__ import annotations
 
-import time
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -20,23 +17,12 @@ from pyiceberg.catalog.sql import SqlCatalog
 
 import icefloe.ray
 from tests.helpers.tables import make_table, rows
+from tests.helpers.waiting import wait_for
 
 from .conftest import RAY_WARNINGS
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(300), *RAY_WARNINGS]
-T = TypeVar("T")
 APPENDS = (4, 6)
-
-
-def wait_for(probe: Callable[[], T | None], what: str, timeout_s: float = 120.0) -> T:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 def ray_metric(port: int, name: str) -> float | None:
