@@ -62,6 +62,8 @@ class StreamBase:
 
     Raises:
         ImportError: ``metrics_port`` without the ``icefloe[metrics]`` extra installed.
+        InvalidOptionError: from :meth:`start`, when ``metrics_port`` is taken (the
+            stream is stopped again).
     """
 
     def __init__(self, metrics_port: int | None = None,
@@ -135,8 +137,12 @@ class StreamBase:
         if self.metrics_port is not None:
             from icefloe.metrics.prometheus import MetricsServer
 
-            self.metrics_server = MetricsServer(self.metrics, self.metrics_port,
-                                                self.metrics_host)
+            try:
+                self.metrics_server = MetricsServer(self.metrics, self.metrics_port,
+                                                    self.metrics_host)
+            except BaseException:
+                self.stop()  # nothing left running behind the error
+                raise
 
     @property
     def metrics_address(self) -> tuple[str, int] | None:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 from icefloe.coordinator.metrics import METRICS, StreamMetrics, samples
+from icefloe.errors import InvalidOptionError
 
 if TYPE_CHECKING:
     from prometheus_client.registry import CollectorRegistry
@@ -98,7 +99,7 @@ class MetricsServer:
 
     Raises:
         ImportError: without the ``icefloe[metrics]`` extra.
-        OSError: the port is taken.
+        InvalidOptionError: the port is taken (or the host is not this machine's).
     """
 
     def __init__(self, metrics: Callable[[], StreamMetrics], port: int,
@@ -109,8 +110,14 @@ class MetricsServer:
 
         self.metrics = metrics
         self._metrics_app = make_wsgi_app(registry_of(metrics))
-        self._server = make_server(host, port, self._app, server_class=ThreadingWSGIServer,
-                                   handler_class=_QuietHandler)
+        try:
+            self._server = make_server(host, port, self._app,
+                                       server_class=ThreadingWSGIServer,
+                                       handler_class=_QuietHandler)
+        except OSError as exc:
+            raise InvalidOptionError(
+                "metrics_port", f"cannot serve metrics on {host}:{port} ({exc}); give a "
+                "free port, or 0 for any free one") from exc
         self.address: tuple[str, int] = (host, self._server.server_port)
         self._thread = threading.Thread(target=self._server.serve_forever,
                                         name="icefloe-metrics", daemon=True)

@@ -242,3 +242,25 @@ def test_the_grafana_dashboard_uses_only_exported_names() -> None:
     assert used <= exported, used - exported
     assert {"icefloe_lag_records", "icefloe_lag_seconds", "icefloe_healthy",
             "icefloe_rows_total", "icefloe_retries_total"} <= used
+
+
+def test_a_taken_metrics_port_is_a_typed_error_and_stops_the_stream(
+        catalog: SqlCatalog, table: Table, tmp_path: Path) -> None:
+    import socket
+
+    from icefloe.errors import InvalidOptionError
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    try:
+        stream = IcebergSource("db.events", catalog=catalog).stream(
+            checkpoint=str(tmp_path / "ckpt"), metrics_port=port)
+        with pytest.raises(InvalidOptionError, match=f"127.0.0.1:{port}.*free port"):
+            stream.start()
+        assert stream.stopped and stream.metrics_address is None
+        assert not [t for t in threading.enumerate() if t.name == "icefloe-enumerator"
+                    and t.is_alive()]
+    finally:
+        taken.close()
