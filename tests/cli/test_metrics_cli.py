@@ -11,6 +11,7 @@ appear in it.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import sqlite3
@@ -25,6 +26,8 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from icefloe.cli.logs import JsonFormatter, MaskingFormatter
+from icefloe.logs import bind, mask_secrets
 from tests.cli.support import ROOT, warehouse
 from tests.helpers.tables import rows
 from tests.helpers.waiting import wait_for
@@ -170,3 +173,31 @@ def test_json_errors_and_usage_errors_are_one_object(tmp_path: Path,
         if kind is not None:
             assert record["error_type"] == kind
     assert "99999 is not a port number" in json.loads(usage.stderr)["message"]
+
+
+def test_the_json_formatter_masks_secrets_and_carries_the_context() -> None:
+
+    assert mask_secrets("catalog.s3.secret-access-key=abc checkpoint.token=xyz") == \
+        "catalog.s3.secret-access-key=*** checkpoint.token=***"
+    assert mask_secrets("postgresql://ice:hunter2@db:5432/cat") == "postgresql://ice:***@db:5432/cat"
+    assert mask_secrets("{'s3.secret-access-key': 'abc', 'uri': 'x'}") == \
+        "{'s3.secret-access-key': '***', 'uri': 'x'}"
+    assert mask_secrets("read 12 rows of db.events") == "read 12 rows of db.events"
+
+    logger = logging.getLogger("icefloe.test")
+    try:
+        raise ConnectionError("cannot reach postgresql://ice:hunter2@db:5432/cat")
+    except ConnectionError:
+        exc_info = sys.exc_info()
+    with bind(table="db.events", snapshot=42):
+        record = logger.makeRecord("icefloe.test", logging.WARNING, __file__, 1,
+                                   "refresh failed: token=%s", ("s3cr3t",), exc_info,
+                                   extra={"split": "s-1"})
+        line = JsonFormatter().format(record)
+    out = json.loads(line)
+    assert out["level"] == "WARNING" and out["logger"] == "icefloe.test"
+    assert out["message"] == "refresh failed: token=***"
+    assert (out["table"], out["snapshot"], out["split"]) == ("db.events", 42, "s-1")
+    assert out["error_type"] == "ConnectionError"
+    assert "hunter2" not in line and "s3cr3t" not in line and "ice:***@db" in line
+    assert "hunter2" not in MaskingFormatter("%(message)s").format(record)
