@@ -26,7 +26,8 @@ APPENDS = (4, 6)
 
 
 def ray_metric(port: int, name: str) -> float | None:
-    """``name``'s value for table ``db.events`` on Ray's endpoint (None: not there yet)."""
+    """``name``'s value for table ``db.events`` on the endpoint at ``port`` (None: not
+    there yet)."""
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
             text = r.read().decode()
@@ -50,7 +51,8 @@ def test_a_known_lag_reaches_ray_metrics(catalog: SqlCatalog, tmp_path: Path,
     stream = icefloe.ray.RayStream("db.events", catalog=catalog,
                                    options={"pollIntervalMs": "50"},
                                    checkpoint=str(tmp_path / "ckpt"), num_readers=1,
-                                   reader_num_cpus=0.25, metrics_interval_s=0.5)
+                                   reader_num_cpus=0.25, metrics_interval_s=0.5,
+                                   metrics_port=0)
     with stream:
         items = iter(stream)
         first = next(items)
@@ -71,6 +73,11 @@ def test_a_known_lag_reaches_ray_metrics(catalog: SqlCatalog, tmp_path: Path,
         wait_for(lambda: ray_metric(port, "ray_icefloe_lag_records") == sum(APPENDS),
                  "Ray's endpoint to show the held lag")
         assert ray_metric(port, "ray_icefloe_lag_snapshots") == len(APPENDS)
+        # the driver's own Prometheus endpoint serves the actor's metrics too
+        assert stream.metrics_address is not None
+        driver_port = stream.metrics_address[1]
+        assert ray_metric(driver_port, "icefloe_lag_records") == sum(APPENDS)
+        assert ray_metric(driver_port, "icefloe_healthy") == 1
 
         got, batches = 10, 1
         while got < 10 + sum(APPENDS):
