@@ -264,3 +264,14 @@ def test_a_taken_metrics_port_is_a_typed_error_and_stops_the_stream(
                     and t.is_alive()]
     finally:
         taken.close()
+
+
+def test_without_the_metrics_extra_the_error_names_it(
+        catalog: SqlCatalog, table: Table, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "prometheus_client", None)  # as if not installed
+    with pytest.raises(ImportError, match=r"icefloe\[metrics\]"):
+        IcebergSource("db.events", catalog=catalog).stream(metrics_port=0)
+    stream = IcebergSource("db.events", catalog=catalog).stream()  # no endpoint: no need
+    assert stream.metrics_address is None
