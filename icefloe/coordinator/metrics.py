@@ -52,7 +52,8 @@ class StreamMetrics:
             since the start when none did yet (Flink's
             ``elapsedSecondsSinceLastSplitDiscovery``).
         polls: successful polls of the catalog (table refreshes; counter).
-        poll_seconds: time spent in successful polls (counter; rate / polls = mean).
+        poll_seconds: time spent in successful polls, the backoff of retried attempts
+            included (counter; rate / polls = mean).
         last_poll_seconds: duration of the last successful poll.
         planning_seconds: time spent enumerating (planning splits; counter).
         last_planning_seconds: duration of the last enumeration.
@@ -71,10 +72,13 @@ class StreamMetrics:
         last_checkpoint_seconds: duration of the last checkpoint write.
         checkpoint_age_seconds: since the last checkpoint write (None: none written).
         checkpoint_bytes: size of the last checkpoint written (0: none).
-        rows: rows delivered to the consumer (counter).
-        batches: batches delivered to the consumer (counter).
+        rows: rows delivered to the consumer (counter; on Ray: what the reader actors
+            gave to the sink or the driver's outbox, as last reported with a split
+            request).
+        batches: batches delivered to the consumer (counter; on Ray as ``rows``).
         reader_busy_seconds: time readers spent reading and decoding, summed over the
-            readers (counter; not waiting for splits or for the consumer).
+            readers (counter; not waiting for splits or for the consumer; a retry's
+            backoff counts).
         enumeration_alive: the enumeration loop runs (False once it failed or finished).
         healthy: see :meth:`icefloe.coordinator.recorder.MetricsRecorder.health`.
         health_reason: one line saying why not healthy ("" when healthy).
