@@ -37,7 +37,7 @@ from icefloe.errors import (
 )
 
 if TYPE_CHECKING:
-    from icefloe.coordinator import Lag, Stats, StreamItem
+    from icefloe.coordinator import Lag, Stats, StreamItem, StreamMetrics
     from icefloe.local.stream import LocalStream
     from icefloe.options import SourceOptions
     from icefloe.source import IcebergSource
@@ -59,6 +59,7 @@ _LAZY = {
     "Position": "icefloe.state.position",
     "Stats": "icefloe.coordinator",
     "StreamItem": "icefloe.coordinator",
+    "StreamMetrics": "icefloe.coordinator",
 }
 
 
@@ -105,6 +106,7 @@ __all__ = [
     "Stats",
     "StreamClosedError",
     "StreamItem",
+    "StreamMetrics",
     "TableNotFoundError",
     "TableReplacedError",
     "UnknownSplitError",

@@ -26,13 +26,20 @@ retry strategy) before icefloe sees it.
 
 After ``max_attempts`` attempts the last error is raised unchanged, so the caller
 sees the same typed error it would have seen without retrying.
+
+Observing: :func:`call_with_retry` reports every failed attempt to the
+:data:`RetryListener` installed for the calling context by :func:`observe_retries`
+(a stream's metrics count retries and errors by kind that way, including those of
+calls made deep inside the enumerator); without one, nothing is reported.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
@@ -106,6 +113,25 @@ class RetryPolicy:
 
 NO_RETRY = RetryPolicy(max_attempts=1, backoff_ms=0)
 
+RetryListener = Callable[[BaseException, bool], None]
+"""Called with ``(error, retrying)`` after each failed attempt of
+:func:`call_with_retry`: ``retrying`` is False on the attempt that raises."""
+
+_listener: contextvars.ContextVar[RetryListener | None] = contextvars.ContextVar(
+    "icefloe_retry_listener", default=None)
+
+
+@contextlib.contextmanager
+def observe_retries(listener: RetryListener) -> Iterator[None]:
+    """Report the failed attempts of :func:`call_with_retry` made in this context (this
+    thread, while the block runs) to ``listener``. The listener must be cheap and must
+    not raise."""
+    token = _listener.set(listener)
+    try:
+        yield
+    finally:
+        _listener.reset(token)
+
 
 def is_permanent_os_error(exc: OSError) -> bool:
     """Whether an ``OSError`` reports a fault waiting does not heal.
@@ -167,13 +193,19 @@ def call_with_retry(fn: Callable[[], T], policy: RetryPolicy, what: str,
         try:
             return fn()
         except Exception as exc:
-            if not is_transient(exc) or attempt >= policy.max_attempts:
+            retrying = is_transient(exc) and attempt < policy.max_attempts
+            listener = _listener.get()
+            if listener is not None:
+                listener(exc, retrying)
+            if not retrying:
                 if attempt > 1:
                     log.error("%s failed after %d attempts: %s: %s", what, attempt,
-                              type(exc).__name__, exc)
+                              type(exc).__name__, exc,
+                              extra={"error_type": type(exc).__name__})
                 raise
             delay = policy.delay_s(attempt)
             log.warning("%s failed (attempt %d of %d), retrying in %.2fs: %s: %s", what,
-                        attempt, policy.max_attempts, delay, type(exc).__name__, exc)
+                        attempt, policy.max_attempts, delay, type(exc).__name__, exc,
+                        extra={"error_type": type(exc).__name__})
             sleep(delay)
             attempt += 1

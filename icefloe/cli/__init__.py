@@ -3,14 +3,15 @@
 Runs in the user's process. One module per subcommand (each has ``add_parser`` and
 ``run``); :mod:`icefloe.cli.failures` turns an error into one line on stderr and an exit
 status (the table is in its docstring and the README); ``-v`` (anywhere on the line)
-shows logs, engine output and tracebacks.
+shows logs, engine output and tracebacks; ``--log-format json`` writes every stderr line
+as one JSON object (:mod:`icefloe.cli.logs`).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import logging
-import re
 import sys
 import traceback
 from collections.abc import Sequence
@@ -18,6 +19,8 @@ from collections.abc import Sequence
 from icefloe.cli import checkpoint, demo, plan, read, snapshots, stream
 from icefloe.cli.common import quiet_engines
 from icefloe.cli.failures import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, describe
+from icefloe.cli.logs import FORMATS, configure, emit_error, json_mode, set_format
+from icefloe.logs import mask_secrets
 
 __all__ = ["build_parser", "main"]
 
@@ -25,18 +28,18 @@ DESCRIPTION = ("Parallel, checkpointed reads of Apache Iceberg tables on local t
                "Spark and Ray.")
 
 
-# ``catalog.<prop>=`` / ``checkpoint.<prop>=`` values may be credentials (as in
-# SourceOptions' repr, only their keys are shown): argparse echoes unrecognized arguments
-_PROPERTY_VALUE = re.compile(r"\b((?:catalog|checkpoint)\.[^\s=]+)=\S+")
-
-
 class _Parser(argparse.ArgumentParser):
     """argparse, with usage errors as one ``error:`` line (catalog and checkpoint property
     values masked) and the exit status 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        message = _PROPERTY_VALUE.sub(r"\1=***", message)
-        self.exit(EXIT_USAGE, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+        # ``catalog.<prop>=`` / ``checkpoint.<prop>=`` values may be credentials (as in
+        # SourceOptions' repr, only their keys are shown): argparse echoes them
+        message = mask_secrets(f"{self.prog}: {message} (see {self.prog} --help)")
+        if json_mode():
+            emit_error(message, EXIT_USAGE)
+            self.exit(EXIT_USAGE)
+        self.exit(EXIT_USAGE, f"error: {message}\n")
 
 
 def _version() -> str:
@@ -50,6 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
     verbose = argparse.ArgumentParser(add_help=False)
     verbose.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
                          help="show logs, engine output and tracebacks (-vv: debug)")
+    verbose.add_argument("--log-format", choices=FORMATS, default=argparse.SUPPRESS,
+                         help="text (default) or json: one JSON object per stderr line "
+                         "(time, level, logger, message, table, snapshot, split, "
+                         "error_type)")
     parser = _Parser(prog="icefloe", description=DESCRIPTION, parents=[verbose])
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
@@ -66,13 +73,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit status (see :mod:`icefloe.cli.failures`)."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    json_asked = "--log-format=json" in words or any(
+        a == "--log-format" and b == "json" for a, b in itertools.pairwise(words))
+    set_format("json" if json_asked else "text")  # usage errors too
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # --help, --version, usage errors
         return exc.code if isinstance(exc.code, int) else 0
     verbosity = getattr(args, "verbose", 0)
     level = logging.WARNING - 10 * min(verbosity, 2) if verbosity else logging.ERROR
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure(level, getattr(args, "log_format", "text"))
     quiet_engines(verbosity)
     try:
         return int(args.func(args))
@@ -85,10 +96,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         found = describe(exc)
         if found is not None:
             line, code = found
-            print(f"error: {line}", file=sys.stderr)
+            emit_error(mask_secrets(line), code)
             return code
-        print(f"error: internal: {type(exc).__name__}: {_one_line(str(exc))} (a bug in "
-              "icefloe: run again with -v for the traceback and report it)", file=sys.stderr)
+        emit_error(mask_secrets(f"internal: {type(exc).__name__}: {_one_line(str(exc))} (a "
+                                "bug in icefloe: run again with -v for the traceback and "
+                                "report it)"), EXIT_INTERNAL)
         return EXIT_INTERNAL
 
 

@@ -226,5 +226,9 @@ def status_line(info: dict[str, Any]) -> str:
 
 
 def print_status(stream: Any) -> None:
-    """Print :func:`status_line` of ``stream`` to stderr."""
-    print(status_line(stream.describe()), file=sys.stderr, flush=True)
+    """Print :func:`status_line` of ``stream`` to stderr (one JSON object with
+    ``--log-format json``)."""
+    from icefloe.cli.logs import emit_status
+
+    info = stream.describe()
+    emit_status(status_line(info), info)

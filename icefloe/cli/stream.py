@@ -4,6 +4,11 @@ Runs in the user's process (the driver for Ray and Spark). The local and Ray str
 one loop (:func:`consume`): write each item to the sink, ack it, print a status line
 every few seconds. Ctrl-C or SIGTERM stops the stream, which writes its final
 checkpoint; the command then says where the checkpoint stands and exits 130.
+
+``--metrics-port N`` (local and Ray) serves the stream's metrics in the Prometheus text
+format on ``http://HOST:N/metrics`` and its health on ``/healthz``
+(:mod:`icefloe.metrics.prometheus`; ``0`` picks a free port; the command says which
+on stderr) while it runs.
 """
 
 from __future__ import annotations
@@ -11,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -28,8 +32,10 @@ from icefloe.cli.common import (
     table_options,
 )
 from icefloe.cli.failures import EXIT_INTERRUPTED
+from icefloe.cli.logs import emit_note
 from icefloe.cli.sinks import SINK_GRAMMAR, Sink, open_sink, parse_sink
-from icefloe.errors import CheckpointError
+from icefloe.errors import CheckpointError, InvalidOptionError
+from icefloe.logs import bind
 
 STATUS_EVERY_S = 2.0
 
@@ -48,7 +54,25 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--master", help="Spark master URL")
     p.add_argument("--address", help="Ray address")
     p.add_argument("--max-seconds", type=float, default=None, help="stop after this long")
+    p.add_argument("--metrics-port", type=port_number, default=None, metavar="N",
+                   help="serve Prometheus metrics on :N/metrics and health on :N/healthz "
+                   "(0: a free port; needs icefloe[metrics]; local and ray engines)")
+    p.add_argument("--metrics-host", default="127.0.0.1",
+                   help="interface of the metrics endpoint (default 127.0.0.1; 0.0.0.0: "
+                   "every interface)")
     p.set_defaults(func=run)
+
+
+def port_number(text: str) -> int:
+    """argparse type: a TCP port, 0 to 65535 (0: any free one)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number; give 0 to "
+                                         "65535") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port number; give 0 to 65535")
+    return value
 
 
 class Stopper:
@@ -126,10 +150,32 @@ def check_checkpoint(location: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    with bind(table=args.table):
+        return _run(args)
+
+
+def _metrics_note(stream: Any) -> None:
+    address = stream.metrics_address
+    if address is not None:
+        host, port = address
+        emit_note(f"# metrics: http://{host}:{port}/metrics, health: "
+                  f"http://{host}:{port}/healthz", metrics_port=port)
+
+
+def _run(args: argparse.Namespace) -> int:
     options = table_options(args)
     spec = parse_sink(args.sink)
     if args.engine != "spark":
         check_checkpoint(args.checkpoint)
+    if args.metrics_port is not None:
+        if args.engine == "spark":
+            raise InvalidOptionError(
+                "--metrics-port", "Spark reports a query's progress itself (its UI, "
+                "StreamingQueryListener); turn it into icefloe's lag with "
+                "icefloe.spark.progress_lag, or use --engine local / ray")
+        from icefloe.metrics.prometheus import require_prometheus
+
+        require_prometheus()
     if args.engine == "spark":
         from icefloe.spark.stream_job import stream as spark_stream
 
@@ -145,8 +191,10 @@ def run(args: argparse.Namespace) -> int:
     sink = open_sink(spec)
     with signals(stopper):
         stream = src.stream(checkpoint=args.checkpoint, parallelism=args.parallelism,
-                            available_now=args.available_now)
+                            available_now=args.available_now,
+                            metrics_port=args.metrics_port, metrics_host=args.metrics_host)
         with stream:
+            _metrics_note(stream)
             consume(stream, sink, stopper)
         committed = stream.committed().describe()
     return _finish(args, stopper, committed)
@@ -163,8 +211,10 @@ def _run_ray(args: argparse.Namespace, options: dict[str, str], spec: Any,
     with signals(stopper), ray_session(args.address):
         rs = RayStream(args.table, catalog=args.catalog, options=options,
                        checkpoint=args.checkpoint, available_now=args.available_now,
-                       num_readers=args.parallelism, reader_num_cpus=0.5)
+                       num_readers=args.parallelism, reader_num_cpus=0.5,
+                       metrics_port=args.metrics_port, metrics_host=args.metrics_host)
         with rs:
+            _metrics_note(rs)
             consume(rs, sink, stopper)
             committed = rs.committed().describe()
     return _finish(args, stopper, committed)
@@ -172,8 +222,8 @@ def _run_ray(args: argparse.Namespace, options: dict[str, str], spec: Any,
 
 def _finish(args: argparse.Namespace, stopper: Stopper, committed: str) -> int:
     if stopper.interrupted:
-        print(f"# interrupted: checkpoint {args.checkpoint} written; it holds {committed}. "
-              "Run the same command to resume from there.", file=sys.stderr, flush=True)
+        emit_note(f"# interrupted: checkpoint {args.checkpoint} written; it holds "
+                  f"{committed}. Run the same command to resume from there.")
         return EXIT_INTERRUPTED
     return 0
 

@@ -120,8 +120,9 @@ class SplitAssigner:
         self._cond.notify_all()
         return Assignment("split", split)
 
-    def acked(self, split_id: str, consumed: int | None) -> None:
-        """The sink has ``split_id``'s first ``consumed`` records (None: all of it)."""
+    def acked(self, split_id: str, consumed: int | None) -> bool:
+        """The sink has ``split_id``'s first ``consumed`` records (None: all of it).
+        True when this ack finished a split a reader held."""
         with self._cond:
             if consumed is None:
                 owner = self._owner.pop(split_id, None)
@@ -130,8 +131,10 @@ class SplitAssigner:
                 self._assigned.pop(split_id, None)
                 self._acked_rows.pop(split_id, None)
                 self._cond.notify_all()
-            elif split_id in self._assigned:
+                return owner is not None
+            if split_id in self._assigned:
                 self._acked_rows[split_id] = max(self._acked_rows.get(split_id, 0), consumed)
+            return False
 
     def reader_failed(self, reader_id: str) -> int:
         """Hand ``reader_id``'s unacknowledged splits out again first (resumed at their
@@ -156,6 +159,20 @@ class SplitAssigner:
         """Splits waiting for a reader (reassigned ones included)."""
         with self._cond:
             return len(self._pending) + len(self._reassigned)
+
+    def pending_totals(self) -> tuple[int, int, int]:
+        """``(splits, records, bytes)`` waiting for a reader (at most ``max_pending`` plus
+        the reassigned ones are summed: a metrics read, not a per-split cost)."""
+        with self._cond:
+            waiting = [*self._pending, *self._reassigned]
+        return (len(waiting), sum(max(0, s.record_count - s.resume_rows) for s in waiting),
+                sum(s.length for s in waiting))
+
+    @property
+    def assigned(self) -> int:
+        """Splits held by readers, not fully acknowledged."""
+        with self._cond:
+            return len(self._assigned)
 
     @property
     def drained(self) -> bool:

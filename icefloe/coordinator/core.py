@@ -10,7 +10,10 @@ Flink's ``SourceCoordinator`` for icefloe. It owns, for one continuous read:
 - the :class:`~icefloe.state.AckTracker` (acks -> committed position, commit order) and
   the :class:`~icefloe.state.session.CheckpointSession` (restore, writes with the Nessie
   hashes of the committed snapshots);
-- the :class:`~icefloe.coordinator.lag.Lag` of the committed position.
+- the :class:`~icefloe.coordinator.lag.Lag` of the committed position, and the read's
+  :class:`~icefloe.coordinator.metrics.StreamMetrics` (:meth:`Coordinator.metrics`: the
+  :class:`~icefloe.coordinator.recorder.MetricsRecorder`'s counters, the assigner's
+  pending splits, the lag; what the readers report of their deliveries).
 
 Drivers: :class:`icefloe.local.stream.LocalStream` runs it in the user's process and
 feeds the local engine from :meth:`request_split`; the Ray ``EnumeratorActor`` runs it
@@ -44,11 +47,13 @@ from icefloe.coordinator.assigner import Assignment, SplitAssigner
 from icefloe.coordinator.crash import crash_point
 from icefloe.coordinator.lag import Lag, measure_lag
 from icefloe.coordinator.loop import EnumerationLoop
+from icefloe.coordinator.metrics import StreamMetrics
+from icefloe.coordinator.recorder import MetricsRecorder
 from icefloe.enumerator.continuous import ContinuousEnumerator, SchemaSwitch
 from icefloe.enumerator.schema_track import SchemaChange, StreamSchema, follow_columns
 from icefloe.errors import UnknownSplitError
 from icefloe.reader.context import ReadContext
-from icefloe.retry import RetryPolicy
+from icefloe.retry import RetryPolicy, observe_retries
 from icefloe.state.acks import AckTracker
 from icefloe.state.session import CheckpointSession
 
@@ -89,6 +94,8 @@ class Coordinator:
         self.available_now = available_now
         self.checkpoint_interval_s = checkpoint_interval_s
         self.retry = RetryPolicy.from_options(options)
+        self.recorder = MetricsRecorder(options.poll_interval_ms / 1000, self.retry)
+        self._deliveries: dict[str, tuple[int, int, float]] = {}
         self.enumerator = ContinuousEnumerator(handle, options)
         self.session = CheckpointSession(handle, options, checkpoint)
         self.assigner = SplitAssigner(max_pending, max_in_flight_per_reader)
@@ -275,7 +282,8 @@ class Coordinator:
                 self.tracker.ack(split_id, consumed)
             except UnknownSplitError:
                 log.debug("ignoring ack of committed split %s", split_id)
-            self.assigner.acked(split_id, consumed)
+            if self.assigner.acked(split_id, consumed):
+                self.recorder.split_finished()
             self.session.mark_dirty()
         crash_point("after_ack")
         if self.session.due(self.checkpoint_interval_s):
@@ -299,9 +307,26 @@ class Coordinator:
             if self._tracker is None:
                 return
             schema = self.schema_at(self._tracker.committed())
-            self.session.write(self._tracker, self.enumerator.identity, hashes,
-                               functools.partial(crash_point, "during_checkpoint_write"),
-                               None if schema is None else (schema.schema_id, schema.since))
+            started = time.monotonic()
+            counted: list[BaseException] = []  # failures the store's retries reported
+
+            def failed(exc: BaseException, retrying: bool) -> None:
+                self.recorder.failed("checkpoint", exc, retrying)
+                counted.append(exc)
+
+            with observe_retries(failed):
+                try:
+                    written = self.session.write(
+                        self._tracker, self.enumerator.identity, hashes,
+                        functools.partial(crash_point, "during_checkpoint_write"),
+                        None if schema is None else (schema.schema_id, schema.since))
+                except Exception as exc:
+                    if not any(exc is seen for seen in counted):  # a local store's error
+                        self.recorder.failed("checkpoint", exc, False)
+                    raise
+            if written:
+                self.recorder.checkpoint_written(time.monotonic() - started,
+                                                 self.session.last_bytes)
 
     def committed(self) -> Position:
         """The committed (acknowledged, exclusive) position."""
@@ -315,6 +340,39 @@ class Coordinator:
         except Exception as exc:  # a reset in progress: the loop deals with it
             log.debug("lag not measured: %s: %s", type(exc).__name__, exc)
         return self._last_lag
+
+    def readers_delivered(self, reader_id: str, rows: int, batches: int,
+                          busy_s: float) -> None:
+        """What reader ``reader_id`` delivered so far (cumulative rows, batches and
+        seconds busy reading); :meth:`metrics` sums the readers' last reports."""
+        self._deliveries[reader_id] = (rows, batches, busy_s)
+
+    def metrics(self, delivered: tuple[int, int, float] | None = None) -> StreamMetrics:
+        """The read's metrics now (:class:`StreamMetrics`; measures the lag).
+
+        Args:
+            delivered: ``(rows, batches, reader busy seconds)`` counted by the driver
+                (the local stream); None sums what the readers reported
+                (:meth:`readers_delivered`: Ray's reader actors).
+        """
+        if delivered is None:
+            reports = list(self._deliveries.values())
+            delivered = (sum(r[0] for r in reports), sum(r[1] for r in reports),
+                         sum(r[2] for r in reports))
+        lag = self.lag()
+        pending, records, nbytes = self.assigner.pending_totals()
+        committed = self._tracker.committed() if self._tracker is not None else None
+        return StreamMetrics(
+            table=self.handle.identifier,
+            lag_snapshots=lag.snapshots, lag_records=lag.records, lag_files=lag.files,
+            lag_bytes=lag.bytes, lag_seconds=lag.seconds,
+            head_snapshot_id=lag.head_snapshot_id,
+            committed_snapshot_id=None if committed is None else committed.snapshot_id,
+            pending_splits=pending, pending_records=records, pending_bytes=nbytes,
+            assigned_splits=self.assigner.assigned,
+            rows=delivered[0], batches=delivered[1], reader_busy_seconds=delivered[2],
+            **self.recorder.values(),  # type: ignore[arg-type]
+        )
 
     def status(self) -> dict[str, Any]:
         """``committed``, ``in_flight`` / ``pending`` / ``handed`` splits, ``drained``

@@ -28,6 +28,10 @@ class Lag:
             counts whole).
         records: records those snapshots add (their summaries' ``added-records``; a scan
             in progress counts the snapshot's ``total-records``).
+        files: data files those snapshots add (``added-data-files``; a scan in progress:
+            ``total-data-files``), Delta's ``numFilesOutstanding``.
+        bytes: bytes of those files (``added-files-size``; a scan in progress:
+            ``total-files-size``), Delta's ``numBytesOutstanding``.
         seconds: age of the oldest snapshot not all committed (0.0 when caught up).
         head_snapshot_id: the branch head measured against (None: no snapshot yet).
     """
@@ -36,6 +40,8 @@ class Lag:
     records: int = 0
     seconds: float = 0.0
     head_snapshot_id: int | None = None
+    files: int = 0
+    bytes: int = 0
 
     @property
     def snapshots_behind(self) -> int:
@@ -48,7 +54,13 @@ class Lag:
         return self.seconds
 
 
-def _records(snapshot: Snapshot, key: str) -> int:
+_TOTALS = {"records": "total-records", "files": "total-data-files",
+           "bytes": "total-files-size"}
+_ADDED = {"records": "added-records", "files": "added-data-files",
+          "bytes": "added-files-size"}
+
+
+def _summary_int(snapshot: Snapshot, key: str) -> int:
     summary = snapshot.summary
     value = summary.additional_properties.get(key) if summary is not None else None
     try:
@@ -67,20 +79,21 @@ def measure_lag(committed: Position, enumerator: ContinuousEnumerator,
     head = enumerator.head()
     if head is None:
         return Lag()
-    behind: list[tuple[Snapshot, str]] = []
+    behind: list[tuple[Snapshot, dict[str, str]]] = []
     if committed.snapshot_id is not None and committed.next_ordinal is not None:
         # the unit in progress: its rest is behind too
         current = enumerator.handle.snapshot(committed.snapshot_id)
-        key = "total-records" if committed.phase == "scan" else "added-records"
-        behind.append((current, key))
-    behind.extend((s, "added-records") for s in enumerator.snapshots_after(committed, head))
+        behind.append((current, _TOTALS if committed.phase == "scan" else _ADDED))
+    behind.extend((s, _ADDED) for s in enumerator.snapshots_after(committed, head))
     if not behind:
         return Lag(head_snapshot_id=head.snapshot_id)
     now = time.time() if now_s is None else now_s
     oldest_ms = behind[0][0].timestamp_ms
     return Lag(
         snapshots=len(behind),
-        records=sum(_records(s, key) for s, key in behind),
+        records=sum(_summary_int(s, keys["records"]) for s, keys in behind),
         seconds=max(0.0, now - oldest_ms / 1000),
         head_snapshot_id=head.snapshot_id,
+        files=sum(_summary_int(s, keys["files"]) for s, keys in behind),
+        bytes=sum(_summary_int(s, keys["bytes"]) for s, keys in behind),
     )

@@ -11,6 +11,12 @@ Nessie commit hash each snapshot was seen at, pass a schema switch to the coordi
 before the splits read in the new schema, then wait ``pollIntervalMs`` when nothing was
 new. Available-now stops at the head pinned when the loop started.
 
+Every cycle reports to the coordinator's
+:class:`~icefloe.coordinator.recorder.MetricsRecorder`: the poll's and the planning's
+duration, each failed attempt (by operation, through
+:func:`icefloe.retry.observe_retries`), what the loop is doing (for ``/healthz``) and how
+it ended: a few counter updates per cycle.
+
 Runs on a thread of its own; its error ends the loop and reaches the readers
 through the assigner, after the splits enumerated before it.
 """
@@ -20,12 +26,14 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+import time
 from typing import TYPE_CHECKING
 
 from icefloe.enumerator.continuous import Limits, SchemaSwitch, UnitEnd
 from icefloe.enumerator.lineage import snapshot_by_id
 from icefloe.errors import IcefloeError, TableNotFoundError
-from icefloe.retry import call_with_retry
+from icefloe.logs import bind
+from icefloe.retry import call_with_retry, observe_retries
 from icefloe.splits.split import FileSplit
 from icefloe.state.position import Phase, Position
 
@@ -52,14 +60,19 @@ class EnumerationLoop:
         coord = self.coordinator
         stop = coord.stop_event
         try:
-            self._run(stop)
+            with bind(table=coord.handle.identifier):  # this thread's log lines
+                self._run(stop)
         except BaseException as exc:  # delivered to the readers in order
             # a typed error (a schema change under fail, a refused snapshot) says it all;
             # anything else gets its traceback
             log.warning("enumeration of %s failed: %s: %s", coord.handle.identifier,
-                        type(exc).__name__, exc, exc_info=not isinstance(exc, IcefloeError))
+                        type(exc).__name__, exc, exc_info=not isinstance(exc, IcefloeError),
+                        extra={"table": coord.handle.identifier,
+                               "error_type": type(exc).__name__})
+            coord.recorder.ended(exc)
             coord.assigner.finish(exc)
             return
+        coord.recorder.ended(None)
         coord.assigner.finish()
 
     def _run(self, stop: threading.Event) -> None:
@@ -69,15 +82,26 @@ class EnumerationLoop:
         limits = Limits.from_options(opts)
         if opts.initial_delay_ms:
             stop.wait(opts.initial_delay_ms / 1000)
+        recorder = coord.recorder
         first = True
         while not stop.is_set():
             if not first:
-                self._refresh(stop)
+                recorder.set_phase("polling")
+                started = time.monotonic()
+                with observe_retries(functools.partial(recorder.failed, "refresh")):
+                    self._refresh(stop)
+                recorder.polled(time.monotonic() - started)
             first = False
-            result = call_with_retry(
-                functools.partial(enumerator.enumerate, self.position, limits,
-                                  self.pinned_head),
-                coord.retry, f"enumeration of {coord.handle.identifier}", sleep=stop.wait)
+            recorder.set_phase("planning")
+            started = time.monotonic()
+            with observe_retries(functools.partial(recorder.failed, "plan")):
+                result = call_with_retry(
+                    functools.partial(enumerator.enumerate, self.position, limits,
+                                      self.pinned_head),
+                    coord.retry, f"enumeration of {coord.handle.identifier}",
+                    sleep=stop.wait)
+            recorder.planned(time.monotonic() - started, len(result.splits))
+            recorder.set_phase("handing")
             if result.reset:
                 if not coord.reset_to(result.from_position, result.schema_reset):
                     return
@@ -105,6 +129,7 @@ class EnumerationLoop:
                     and self.position.snapshot_id == self.pinned_head)):
                 return
             if not result.items:
+                recorder.set_phase("idle")
                 stop.wait(opts.poll_interval_ms / 1000)
 
     def _refresh(self, stop: threading.Event) -> None:
@@ -130,7 +155,9 @@ class EnumerationLoop:
                 log.warning("refresh of table %s failed (attempt %d of %d), retrying in "
                             "%.2fs: the table may be being re-created (onLineageBreak=%s): "
                             "%s", coord.handle.identifier, attempt, coord.retry.max_attempts,
-                            delay, coord.options.on_lineage_break, exc)
+                            delay, coord.options.on_lineage_break, exc,
+                            extra={"table": coord.handle.identifier,
+                                   "error_type": type(exc).__name__})
                 stop.wait(delay)
                 attempt += 1
 

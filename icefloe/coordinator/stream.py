@@ -13,7 +13,10 @@ from and where acks go; this class holds everything a consumer sees:
   and never acknowledged are counted (:attr:`Stats.unacked`) and logged as a warning;
 - acks: idempotent per item; after :meth:`stop` they raise
   :class:`~icefloe.errors.StreamClosedError`;
-- :attr:`lag`, :attr:`stats`, :meth:`committed`, :meth:`describe`.
+- :attr:`lag`, :attr:`stats`, :meth:`committed`, :meth:`describe`, :meth:`metrics`
+  (:class:`~icefloe.coordinator.metrics.StreamMetrics`) and, with ``metrics_port``, the
+  Prometheus endpoint of :mod:`icefloe.metrics.prometheus` (``/metrics``, ``/healthz``)
+  from :meth:`StreamBase.start` to :meth:`StreamBase.stop`.
 
 - schemas: every item carries its ``schema_id``; the first item of a new schema
   (``onSchemaChange=evolve``) carries the change (``item.schema_change``) and
@@ -21,7 +24,7 @@ from and where acks go; this class holds everything a consumer sees:
 
 Subclasses supply :meth:`StreamBase._open` (which sets ``_base_schema_id``),
 :meth:`StreamBase._batches`, :meth:`StreamBase._send_ack`, :meth:`StreamBase._shutdown`,
-:meth:`StreamBase._schema_change`, :meth:`committed` and :attr:`lag`.
+:meth:`StreamBase._schema_change`, :meth:`committed`, :attr:`lag` and :meth:`metrics`.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import pyarrow as pa
 from icefloe.coordinator.crash import crash_point
 from icefloe.coordinator.item import Deliveries, Stats, StreamItem
 from icefloe.coordinator.lag import Lag
+from icefloe.coordinator.metrics import StreamMetrics
 from icefloe.enumerator.schema_track import SchemaChange, table_schema_id
 from icefloe.errors import StreamClosedError
 from icefloe.splits.split import FileSplit
@@ -48,9 +52,29 @@ RawItem = tuple[pa.RecordBatch, FileSplit, int, bool, str]
 
 
 class StreamBase:
-    """The consumer side of a continuous read (module docstring)."""
+    """The consumer side of a continuous read (module docstring).
 
-    def __init__(self) -> None:
+    Args:
+        metrics_port: serve :meth:`metrics` in the Prometheus text format on this port
+            (0: any free port, see :attr:`metrics_address`) while the stream runs; needs
+            the ``icefloe[metrics]`` extra. None: no endpoint.
+        metrics_host: the interface the endpoint listens on (``0.0.0.0``: every one).
+
+    Raises:
+        ImportError: ``metrics_port`` without the ``icefloe[metrics]`` extra installed.
+        InvalidOptionError: from :meth:`start`, when ``metrics_port`` is taken (the
+            stream is stopped again).
+    """
+
+    def __init__(self, metrics_port: int | None = None,
+                 metrics_host: str = "127.0.0.1") -> None:
+        if metrics_port is not None:
+            from icefloe.metrics.prometheus import require_prometheus
+
+            require_prometheus()
+        self.metrics_port = metrics_port
+        self.metrics_host = metrics_host
+        self.metrics_server: Any = None
         self.stats = Stats()
         self._deliveries = Deliveries(self.stats)
         self._stopping = threading.Event()
@@ -96,6 +120,10 @@ class StreamBase:
         """How far the committed position is behind the branch head."""
         raise NotImplementedError
 
+    def metrics(self) -> StreamMetrics:
+        """The stream's metrics now (README "Metrics"); measures the lag."""
+        raise NotImplementedError
+
     # -- lifecycle --------------------------------------------------------------------
 
     def start(self) -> None:
@@ -107,6 +135,21 @@ class StreamBase:
         self._started = True
         self._open()
         self.schema_id = self._schema_tag = self._base_schema_id
+        if self.metrics_port is not None:
+            from icefloe.metrics.prometheus import MetricsServer
+
+            try:
+                self.metrics_server = MetricsServer(self.metrics, self.metrics_port,
+                                                    self.metrics_host)
+            except BaseException:
+                self.stop()  # nothing left running behind the error
+                raise
+
+    @property
+    def metrics_address(self) -> tuple[str, int] | None:
+        """``(host, port)`` of the metrics endpoint while it serves (None: none)."""
+        server = self.metrics_server
+        return None if server is None else server.address
 
     def __enter__(self) -> StreamBase:
         self.start()
@@ -130,8 +173,12 @@ class StreamBase:
                 self._consumer.wait_for(
                     lambda: self._holding in (None, threading.current_thread()), timeout_s)
             self._closed = True
-            if self._started:
-                self._shutdown()
+            try:
+                if self._started:
+                    self._shutdown()
+            finally:
+                if self.metrics_server is not None:
+                    self.metrics_server.close()
         if self.stats.unacked:
             log.warning("stream stopped with %d delivered items never acknowledged: they "
                         "are delivered again after a restart", self.stats.unacked)

@@ -32,7 +32,7 @@ import pyarrow as pa
 from icefloe.local.assigner import RunAssigner
 from icefloe.local.feeder import Feeder
 from icefloe.local.merger import Merger
-from icefloe.local.worker import SplitBatch, Worker
+from icefloe.local.worker import BusyTime, SplitBatch, Worker
 from icefloe.reader.context import ReadContext
 from icefloe.reader.split_reader import SplitReader
 from icefloe.retry import NO_RETRY, RetryPolicy
@@ -61,6 +61,7 @@ def read_splits(
     retry: RetryPolicy = NO_RETRY,
     run_splits: int = DEFAULT_RUN_SPLITS,
     stop: threading.Event | None = None,
+    busy: BusyTime | None = None,
 ) -> Iterator[SplitBatch]:
     """Read ``splits`` on ``parallelism`` threads; yield every batch as a :class:`SplitBatch`.
 
@@ -80,6 +81,7 @@ def read_splits(
     twice or skipped; ``retry.max_attempts`` consecutive failures without progress
     raise the last error. The default never retries. A scanned run that fails goes on
     split by split from the failed split's offset (the same retries and typed errors).
+    With ``busy``, the reader threads add the time they spend reading to it.
     """
     if parallelism < 1:
         raise ValueError(f"parallelism must be >= 1, got {parallelism}")
@@ -93,7 +95,7 @@ def read_splits(
     feeder.start()
     threads = [
         threading.Thread(
-            target=Worker(context, assigner, merger, reader_factory, retry, stop).run,
+            target=Worker(context, assigner, merger, reader_factory, retry, stop, busy).run,
             name=f"icefloe-reader-{i}", daemon=True)
         for i in range(parallelism)
     ]

@@ -26,9 +26,11 @@ from typing import TYPE_CHECKING
 from icefloe.coordinator.core import Coordinator
 from icefloe.coordinator.item import Stats, StreamItem
 from icefloe.coordinator.lag import Lag
+from icefloe.coordinator.metrics import StreamMetrics
 from icefloe.coordinator.stream import RawItem, StreamBase
 from icefloe.enumerator.schema_track import SchemaChange
 from icefloe.local.engine import read_splits
+from icefloe.local.worker import BusyTime
 from icefloe.reader.context import ReadContext
 from icefloe.reader.split_reader import SplitReader
 from icefloe.splits.split import FileSplit
@@ -52,12 +54,15 @@ class LocalStream(StreamBase):
         parallelism: reader threads.
         available_now: process what exists at start (the head then), then end.
         checkpoint_interval_s: minimum seconds between checkpoint writes (0 = every ack).
+        metrics_port / metrics_host: the Prometheus endpoint
+            (:class:`~icefloe.coordinator.stream.StreamBase`; None: none).
     """
 
     def __init__(self, source: IcebergSource, checkpoint: str | None = None,
                  parallelism: int = 2, available_now: bool = False,
-                 checkpoint_interval_s: float = 1.0) -> None:
-        super().__init__()
+                 checkpoint_interval_s: float = 1.0, metrics_port: int | None = None,
+                 metrics_host: str = "127.0.0.1") -> None:
+        super().__init__(metrics_port, metrics_host)
         self.source = source
         self.options = source.options.for_mode("continuous")
         self.checkpoint_location = checkpoint
@@ -68,6 +73,7 @@ class LocalStream(StreamBase):
             source.handle, self.options, checkpoint, available_now=available_now,
             max_pending=2 * parallelism, checkpoint_interval_s=checkpoint_interval_s)
         self._engine_stop = threading.Event()
+        self._busy = BusyTime()
         self.context: ReadContext | None = None
 
     # -- the engine ------------------------------------------------------------------
@@ -92,7 +98,8 @@ class LocalStream(StreamBase):
         for sb in read_splits(self._split_source(), self.context, self.parallelism,
                               preserve_order=True,
                               reader_factory=lambda c: SplitReader(c, contexts),
-                              retry=self.coordinator.retry, stop=self._engine_stop):
+                              retry=self.coordinator.retry, stop=self._engine_stop,
+                              busy=self._busy):
             yield sb.batch, sb.split, sb.consumed, sb.last, READER_ID
 
     def _send_ack(self, split_id: str, consumed: int | None, wait: bool) -> None:
@@ -116,6 +123,12 @@ class LocalStream(StreamBase):
         """How far the committed position is behind the branch head (snapshots, records,
         seconds), measured now."""
         return self.coordinator.lag()
+
+    def metrics(self) -> StreamMetrics:
+        """The stream's metrics now (:class:`StreamMetrics`; measures the lag): rows and
+        batches delivered to this stream's consumer, the reader threads' busy time."""
+        return self.coordinator.metrics(
+            (self.stats.rows, self.stats.batches, self._busy.seconds))
 
     @property
     def store(self) -> CheckpointStore | None:

@@ -15,6 +15,7 @@ import itertools
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 
@@ -33,6 +34,40 @@ log = logging.getLogger(__name__)
 
 FLUSH = object()
 """Yielded by :func:`read_run` before a retry's backoff: deliver what was read so far."""
+
+
+class BusyTime:
+    """Seconds readers spent inside :func:`read_run` (reading and decoding), summed over
+    the threads that add to it (thread-safe; one add per item read)."""
+
+    __slots__ = ("_lock", "seconds")
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._lock = threading.Lock()
+
+    def add(self, seconds: float) -> None:
+        with self._lock:
+            self.seconds += seconds
+
+
+def _timed(items: Generator[SplitBatch | object, None, None],
+           busy: BusyTime) -> Generator[SplitBatch | object, None, None]:
+    """``items``, adding the time spent producing each to ``busy`` (not the time the
+    consumer holds it)."""
+    clock = time.perf_counter
+    try:
+        while True:
+            started = clock()
+            try:
+                item = next(items)
+            except StopIteration:
+                return
+            finally:
+                busy.add(clock() - started)
+            yield item
+    finally:
+        items.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +117,8 @@ class _Progress:
 
 
 def read_run(reader: SplitReader, run: list[FileSplit], retry: RetryPolicy,
-             stop: threading.Event) -> Generator[SplitBatch | object, None, None]:
+             stop: threading.Event, busy: BusyTime | None = None
+             ) -> Generator[SplitBatch | object, None, None]:
     """Every item of ``run``'s splits in order, and :data:`FLUSH` before a retry's wait.
 
     Consecutive splits that :meth:`SplitReader.can_batch` are read together through
@@ -93,8 +129,12 @@ def read_run(reader: SplitReader, run: list[FileSplit], retry: RetryPolicy,
     consecutive failures without progress raise the last error. Ends early (without
     raising) when ``stop`` is set during a backoff. Splits of a stream's other schemas
     (``split.schema_id``) are read by :meth:`SplitReader.for_schema`, a run of consecutive
-    splits of one schema at a time.
+    splits of one schema at a time. With ``busy``, the time spent producing items is
+    added to it (a stream's ``reader_busy_seconds``).
     """
+    if busy is not None:
+        yield from _timed(read_run(reader, run, retry, stop), busy)
+        return
     if any(split.schema_id is not None for split in run):
         for schema_id, group in itertools.groupby(run, key=lambda s: s.schema_id):
             if not (yield from _read_run(reader.for_schema(schema_id), list(group), retry,
@@ -187,7 +227,9 @@ def _read_one(reader: SplitReader, progress: _Progress, retry: RetryPolicy,
                 raise
             log.warning("reading split %s failed (attempt %d of %d); re-reading from "
                         "record %d: %s: %s", split.split_id, attempt, retry.max_attempts,
-                        progress.final, type(exc).__name__, exc)
+                        progress.final, type(exc).__name__, exc,
+                        extra={"split": split.split_id, "snapshot": split.snapshot_id,
+                               "error_type": type(exc).__name__})
             yield FLUSH
             if stop.wait(retry.delay_s(attempt)):
                 return False
@@ -204,17 +246,19 @@ class Worker:
         reader_factory: builds the thread's :class:`SplitReader`.
         retry: the transient-error policy.
         stop: the engine's stop event.
+        busy: where the time spent reading is added (None: not measured).
     """
 
     def __init__(self, context: ReadContext, assigner: RunAssigner, merger: Merger,
                  reader_factory: Callable[[ReadContext], SplitReader], retry: RetryPolicy,
-                 stop: threading.Event) -> None:
+                 stop: threading.Event, busy: BusyTime | None = None) -> None:
         self.context = context
         self.assigner = assigner
         self.merger = merger
         self.reader_factory = reader_factory
         self.retry = retry
         self.stop = stop
+        self.busy = busy
 
     def run(self) -> None:
         """The thread's body: claim and deliver runs until none is left or stopped."""
@@ -236,7 +280,7 @@ class Worker:
         """Read a claimed run onto ``out``; False when the thread must end."""
         chunk: list[SplitBatch] = []
         rows = 0
-        items = read_run(reader, run, self.retry, self.stop)
+        items = read_run(reader, run, self.retry, self.stop, self.busy)
         try:
             for item in items:
                 if item is FLUSH:

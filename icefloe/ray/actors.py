@@ -19,8 +19,9 @@ import ray
 from icefloe.coordinator.core import Coordinator
 from icefloe.coordinator.item import StreamItem
 from icefloe.coordinator.lag import Lag
+from icefloe.coordinator.metrics import StreamMetrics
 from icefloe.enumerator.schema_track import SchemaChange
-from icefloe.local.worker import SplitBatch, read_run
+from icefloe.local.worker import BusyTime, SplitBatch, read_run
 from icefloe.reader.context import ReadContext
 from icefloe.reader.split_reader import SplitReader
 from icefloe.retry import NO_RETRY
@@ -52,13 +53,19 @@ class EnumeratorActor:
 
     def __init__(self, table: str, catalog: str | None, options: Mapping[str, Any],
                  checkpoint: str | None, available_now: bool, max_in_flight_per_reader: int,
-                 max_pending: int, checkpoint_interval_s: float) -> None:
+                 max_pending: int, checkpoint_interval_s: float,
+                 metrics_interval_s: float = 0.0) -> None:
         source = IcebergSource(table, catalog=catalog, options=options)
         self.coordinator = Coordinator(
             source.handle, source.options.for_mode("continuous"), checkpoint,
             available_now=available_now, max_pending=max_pending,
             max_in_flight_per_reader=max_in_flight_per_reader,
             checkpoint_interval_s=checkpoint_interval_s, schema_barrier=True)
+        self.exporter: Any = None
+        if metrics_interval_s > 0:
+            from icefloe.ray.metrics import RayMetricsExporter
+
+            self.exporter = RayMetricsExporter(self.coordinator.metrics, metrics_interval_s)
 
     def start(self) -> tuple[ReadContext, int | None]:
         """Restore (or resolve the start), start enumerating; returns the read context
@@ -74,10 +81,14 @@ class EnumeratorActor:
         """The change that led the stream to ``schema_id`` (None: the start schema)."""
         return self.coordinator.schema_change(schema_id)
 
-    def request_split(self, reader_id: str) -> tuple[str, FileSplit | None]:
+    def request_split(self, reader_id: str, delivered: tuple[int, int, float] | None = None
+                      ) -> tuple[str, FileSplit | None]:
         """The next split for ``reader_id``: ``("split", s)``, ``("wait", None)`` (nothing
         now, or the reader holds ``max_in_flight_per_reader`` unacked splits), ``("end",
-        None)`` (the reader was declared failed: it must stop) or ``("done", None)``."""
+        None)`` (the reader was declared failed: it must stop) or ``("done", None)``.
+        ``delivered``: the reader's cumulative rows, batches and busy seconds (metrics)."""
+        if delivered is not None:
+            self.coordinator.readers_delivered(reader_id, *delivered)
         answer = self.coordinator.request_split(reader_id)
         return answer.kind, answer.split
 
@@ -97,13 +108,20 @@ class EnumeratorActor:
         """The committed position's lag behind the branch head."""
         return self.coordinator.lag()
 
+    def metrics(self) -> StreamMetrics:
+        """See :meth:`Coordinator.metrics` (deliveries as the readers last reported)."""
+        return self.coordinator.metrics()
+
     def write_checkpoint(self) -> None:
         """Write the acknowledged state now (no-op without a store or new acks)."""
         self.coordinator.write_checkpoint()
 
     def close(self) -> Position | None:
         """Stop enumerating, write the final checkpoint; returns the committed position."""
-        return self.coordinator.stop()
+        committed = self.coordinator.stop()
+        if self.exporter is not None:
+            self.exporter.close()
+        return committed
 
 
 # -- the reader actors ----------------------------------------------------------------------
@@ -115,6 +133,9 @@ class ReaderActor:
     With a ``sink``, each non-empty batch is passed to it in this actor and acked when
     it returns. Without, batches wait in an outbox of ``outbox_batches`` for the
     driver's :meth:`poll` (a full outbox stops reading: backpressure).
+
+    Counts the rows and batches it delivers (to the sink, or into the outbox) and the
+    time it spends reading, and reports them with each split request (metrics).
     """
 
     def __init__(self, reader_id: str, enumerator: Any, context: ReadContext,
@@ -131,12 +152,18 @@ class ReaderActor:
         self._stop = threading.Event()
         self._busy = False
         self._error: BaseException | None = None
+        self.rows = 0
+        self.batches = 0
+        self.busy_time = BusyTime()
         self._thread = threading.Thread(target=self._loop, name=f"icefloe-{reader_id}",
                                         daemon=True)
         self._thread.start()
 
     def _deliver(self, item: tuple[pa.RecordBatch, FileSplit, int, bool]) -> bool:
         batch, split, consumed, last = item
+        if batch.num_rows:
+            self.rows += batch.num_rows
+            self.batches += 1
         if self.sink is None:
             while not self._stop.is_set():
                 try:
@@ -169,14 +196,16 @@ class ReaderActor:
         try:
             while not self._stop.is_set():
                 self._busy = True
-                kind, split = ray.get(self.enumerator.request_split.remote(self.reader_id))
+                delivered = (self.rows, self.batches, self.busy_time.seconds)
+                kind, split = ray.get(self.enumerator.request_split.remote(self.reader_id,
+                                                                           delivered))
                 if kind == "end":
                     return
                 if split is None:  # "wait", or "done" (a dead reader's splits may follow)
                     self._busy = False
                     self._stop.wait(0.05)
                     continue
-                for item in read_run(reader, [split], NO_RETRY, self._stop):
+                for item in read_run(reader, [split], NO_RETRY, self._stop, self.busy_time):
                     if not isinstance(item, SplitBatch):
                         continue  # a retry's flush (never: no retries here)
                     if not self._deliver((item.batch, split, item.consumed, item.last)):

@@ -20,6 +20,13 @@ The FLIP-27 split-request loop on Ray (the actors are in :mod:`icefloe.ray.actor
   (replacing dead ones), and iterates items (the stream API of
   :class:`~icefloe.coordinator.stream.StreamBase`) or waits.
 
+Metrics: the enumerator actor exports the stream's metrics through ``ray.util.metrics``
+every ``metrics_interval_s`` (:mod:`icefloe.ray.metrics`: Ray's metrics endpoint);
+:meth:`RayStream.metrics` returns them on the driver, and ``metrics_port`` serves them
+in the Prometheus text format from the driver too. Rows, batches and reader busy time
+are what the reader actors delivered (to the sink, or to the driver's outbox) as they
+last reported it (with each split request).
+
 Delivery is at least once: a restart, or a reader's death, re-delivers only what was
 not acknowledged; ``item.ack(wait=True)`` and a sink's ``acked(item)`` tell when an
 ack is recorded (and checkpointed, when due). The driver's death ends the job's actors:
@@ -41,6 +48,7 @@ from ray.exceptions import RayActorError
 from icefloe.catalog.loader import catalog_options
 from icefloe.coordinator.item import StreamItem
 from icefloe.coordinator.lag import Lag
+from icefloe.coordinator.metrics import StreamMetrics
 from icefloe.coordinator.stream import RawItem, StreamBase
 from icefloe.enumerator.schema_track import SchemaChange
 from icefloe.errors import InvalidOptionError
@@ -103,14 +111,18 @@ class RayStream(StreamBase):
         max_in_flight_per_reader: unacknowledged splits a reader may hold.
         checkpoint_interval_s: minimum seconds between checkpoint writes (0: every ack).
         reader_num_cpus: CPUs each reader actor reserves.
+        metrics_interval_s: seconds between exports to ``ray.util.metrics`` (0: none).
+        metrics_port / metrics_host: the Prometheus endpoint on the driver
+            (:class:`~icefloe.coordinator.stream.StreamBase`; None: none).
     """
 
     def __init__(self, table: str, catalog: str | Catalog | None = None,
                  options: Mapping[str, Any] | None = None, checkpoint: str | None = None,
                  num_readers: int = 2, sink: Sink | None = None, available_now: bool = False,
                  max_in_flight_per_reader: int = 2, checkpoint_interval_s: float = 1.0,
-                 reader_num_cpus: float = 1.0) -> None:
-        super().__init__()
+                 reader_num_cpus: float = 1.0, metrics_interval_s: float = 5.0,
+                 metrics_port: int | None = None, metrics_host: str = "127.0.0.1") -> None:
+        super().__init__(metrics_port, metrics_host)
         if num_readers < 1:
             raise InvalidOptionError("num_readers", f"must be >= 1, got {num_readers}")
         self.table = table
@@ -123,6 +135,8 @@ class RayStream(StreamBase):
         self.max_in_flight_per_reader = max_in_flight_per_reader
         self.checkpoint_interval_s = checkpoint_interval_s
         self.reader_num_cpus = reader_num_cpus
+        self.metrics_interval_s = metrics_interval_s
+        self._last_metrics: StreamMetrics | None = None
         self.readers: dict[str, Any] = {}
         self.replaced: list[str] = []
         self._context: ReadContext | None = None
@@ -139,7 +153,7 @@ class RayStream(StreamBase):
             self.table, self.catalog_name, self.options, self.checkpoint,
             self.available_now, self.max_in_flight_per_reader,
             max(4, 2 * self.num_readers * self.max_in_flight_per_reader),
-            self.checkpoint_interval_s)
+            self.checkpoint_interval_s, self.metrics_interval_s)
         context, base = ray.get(self.enumerator.start.remote())  # type: ignore[attr-defined]
         self._context = context
         self._base_schema_id = base
@@ -183,6 +197,18 @@ class RayStream(StreamBase):
         if self._started and not self._closed:
             self._last_lag = ray.get(self.enumerator.lag.remote())
         return self._last_lag
+
+    def metrics(self) -> StreamMetrics:
+        """The stream's metrics, from the enumerator actor (the last ones once stopped).
+
+        Raises:
+            RuntimeError: the stream was never started.
+        """
+        if self._started and not self._closed:
+            self._last_metrics = ray.get(self.enumerator.metrics.remote())
+        if self._last_metrics is None:
+            raise RuntimeError("the stream is not started: no metrics yet")
+        return self._last_metrics
 
     def describe(self) -> dict[str, Any]:
         """Committed position, lag, throughput and the actors' state, for displays."""
@@ -294,6 +320,10 @@ class RayStream(StreamBase):
             self._last_lag = ray.get(self.enumerator.lag.remote(), timeout=30)
         except Exception as exc:  # the lag is for display only
             log.debug("lag not read at stop: %s", exc)
+        try:
+            self._last_metrics = ray.get(self.enumerator.metrics.remote(), timeout=30)
+        except Exception as exc:  # for display only
+            log.debug("metrics not read at stop: %s", exc)
         stops = [actor.stop.remote() for actor in self.readers.values()]
         ray.wait(stops, num_returns=len(stops), timeout=15)
         try:

@@ -12,6 +12,9 @@ Spark's filters are pushed into the scan only with ``option("pushFilters", "true
 DataFrame reuse its pruned plan for later unfiltered queries). The ``filter`` option
 (a PyIceberg expression) prunes without that hazard.
 
+Streaming: ``spark.readStream.format("icefloe")``; :func:`progress_lag` turns a query's
+``lastProgress`` into icefloe's lag.
+
 Needs the ``spark`` extra (``pip install 'icefloe[spark]'``); ``import icefloe`` never
 imports PySpark.
 """
@@ -34,6 +37,7 @@ from icefloe.spark.session import (
     register,
     session,
 )
+from icefloe.spark.streaming import progress_lag
 
 __all__ = [
     "BackfillResult",
@@ -42,6 +46,7 @@ __all__ = [
     "IcefloeReader",
     "backfill",
     "catalog_options",
+    "progress_lag",
     "read",
     "register",
     "session",

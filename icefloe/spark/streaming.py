@@ -18,11 +18,19 @@ checkpoint holds them; icefloe keeps no state of its own, so Spark's commit log 
 exactly-once with an idempotent sink.
 ``partitions(start, end)`` re-plans ``(start, end]`` deterministically from immutable
 manifests, so a restarted driver produces the same partitions for the same offsets.
+
+Metrics: what the Python Data Source API lets a source report is its latest offset
+(``reportLatestOffset``: the branch head, so Spark's progress shows ``latestOffset``
+next to ``endOffset``). :func:`progress_lag` turns a query's progress (its last
+``endOffset``) into icefloe's :class:`~icefloe.coordinator.lag.Lag` against the head
+now: snapshots, records, files, bytes and seconds behind, as ``stream.metrics()`` counts
+them on the other engines.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import pickle
 from collections.abc import Iterator
@@ -324,6 +332,67 @@ class _DriverState:
     def offset(self, position: Any, identity: str) -> dict[str, Any]:
         """The offset of ``position`` in the query's schema."""
         return position_to_offset(position, identity, self.schema.schema_id)
+
+
+def _progress_dict(progress: Any) -> dict[str, Any]:
+    """A query progress as a dict (a dict already, a ``StreamingQueryProgress``, JSON)."""
+    if isinstance(progress, dict):
+        return progress
+    if isinstance(progress, str):
+        return dict(json.loads(progress))
+    text = getattr(progress, "json", None)
+    if text is not None:
+        return dict(json.loads(text() if callable(text) else text))
+    raise InvalidOptionError("progress", f"{type(progress).__name__} is not a streaming "
+                             "query progress; pass query.lastProgress")
+
+
+def _icefloe_offset(value: Any) -> dict[str, Any] | None:
+    """An icefloe offset dict from a progress source's offset (JSON text or dict)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    if isinstance(value, dict) and {"v", "table", "phase", "snapshot"} <= value.keys():
+        return value
+    return None
+
+
+def progress_lag(progress: Any, table: str, options: dict[str, str] | None = None) -> Any:
+    """icefloe's lag of a Spark streaming query reading ``table``, from its progress.
+
+    Measured from the ``endOffset`` of the query's icefloe source in ``progress`` (what
+    the last micro-batch processed through) to the branch head now. Runs on the driver
+    (or anywhere the catalog is reachable): it opens the table, nothing else.
+
+    Args:
+        progress: ``query.lastProgress`` (a dict or a ``StreamingQueryProgress``), or its
+            JSON text.
+        table: the table the query reads (``namespace.table``).
+        options: the query's icefloe options (``catalog``, ``catalog.<prop>``, ``ref``...).
+
+    Returns:
+        An :class:`icefloe.coordinator.lag.Lag`.
+
+    Raises:
+        InvalidOptionError: no source of ``progress`` has an icefloe ``endOffset`` (a
+            progress before the first batch, or another query's).
+    """
+    from icefloe.coordinator.lag import measure_lag
+    from icefloe.enumerator.continuous import ContinuousEnumerator
+    from icefloe.source import IcebergSource
+
+    sources = _progress_dict(progress).get("sources") or []
+    offsets = [o for o in (_icefloe_offset(s.get("endOffset")) for s in sources) if o]
+    if not offsets:
+        raise InvalidOptionError("progress", "no icefloe source with an endOffset in this "
+                                 "progress: pass query.lastProgress once a batch ran")
+    source = IcebergSource(table, options=dict(options or {}))
+    opts = source.options.for_mode("continuous")
+    enumerator = ContinuousEnumerator(source.handle, opts,
+                                      schema_mode=opts.schema_mode("spark"))
+    return measure_lag(offset_to_position(offsets[0]), enumerator)
 
 
 def stream_schema(table: str, options: dict[str, str]) -> Any:

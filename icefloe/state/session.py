@@ -107,6 +107,8 @@ class CheckpointSession:
             stops further writes.
         fingerprint: :func:`~icefloe.state.plan_fingerprint` of the planning options.
         last_write: ``time.monotonic()`` of the last write (0.0: none yet).
+        last_bytes: size of the last checkpoint written (0: none yet, or a store that
+            does not report sizes).
     """
 
     def __init__(self, handle: TableHandle, options: SourceOptions,
@@ -119,6 +121,7 @@ class CheckpointSession:
             location, store_properties(handle, options), RetryPolicy.from_options(options),
         ) if location else None
         self.last_write = 0.0
+        self.last_bytes = 0
         self._dirty = False
 
     def restore(self, enumerator: StartResolver) -> Start:
@@ -222,4 +225,5 @@ class CheckpointSession:
         self.store.write(ckpt)
         self._dirty = False
         self.last_write = time.monotonic()
+        self.last_bytes = int(getattr(self.store, "last_size", 0))
         return True

@@ -77,7 +77,13 @@ class CheckpointStore(Protocol):
 
 
 class _RotatingStore:
-    """The read / write algorithm of the module docstring over four file primitives."""
+    """The read / write algorithm of the module docstring over four file primitives.
+
+    Attributes:
+        last_size: bytes of the last checkpoint :meth:`write` encoded (0: none yet).
+    """
+
+    last_size = 0
 
     def _load(self, name: str) -> bytes | None:
         """Bytes of file ``name`` in the store, None if it does not exist."""
@@ -159,6 +165,7 @@ class _RotatingStore:
             OSError: the filesystem failed (the previous good checkpoint is still there).
         """
         data = encode(ckpt)
+        self.last_size = len(data)
         if decode(data) != ckpt:
             raise CheckpointError(
                 f"refusing to write a checkpoint that does not read back as written: {ckpt!r}")

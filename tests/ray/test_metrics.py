@@ -1,0 +1,95 @@
+"""A Ray stream's metrics: ``RayStream.metrics()`` and Ray's own metrics endpoint.
+
+On a real local Ray (its metrics agent, the ``ray-metrics`` extra): the enumerator actor
+exports through ``ray.util.metrics``; a test holds a known lag and reads it back from
+the actor and from a scrape of Ray's endpoint (``ray_`` prefix), then checks the
+counters the reader actors reported against the items received.
+"""
+
+from __future__ import annotations
+
+import urllib.request
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from pyiceberg.catalog.sql import SqlCatalog
+
+import icefloe.ray
+from tests.helpers.tables import make_table, rows
+from tests.helpers.waiting import wait_for
+
+from .conftest import RAY_WARNINGS
+
+pytestmark = [pytest.mark.ray, pytest.mark.timeout(300), *RAY_WARNINGS]
+APPENDS = (4, 6)
+
+
+def ray_metric(port: int, name: str) -> float | None:
+    """``name``'s value for table ``db.events`` on the endpoint at ``port`` (None: not
+    there yet)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            text = r.read().decode()
+    except OSError:
+        return None  # the agent is still starting
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and sample.labels.get("table") == "db.events":
+                return sample.value
+    return None
+
+
+def test_a_known_lag_reaches_ray_metrics(catalog: SqlCatalog, tmp_path: Path,
+                                         ray_local: None) -> None:
+    import ray
+
+    port = ray._private.worker.global_worker.node.metrics_export_port
+    assert port and port > 0, "Ray runs without a metrics export port"
+    table = make_table(catalog)
+    table.append(rows(10))
+    stream = icefloe.ray.RayStream("db.events", catalog=catalog,
+                                   options={"pollIntervalMs": "50"},
+                                   checkpoint=str(tmp_path / "ckpt"), num_readers=1,
+                                   reader_num_cpus=0.25, metrics_interval_s=0.5,
+                                   metrics_port=0)
+    with stream:
+        items = iter(stream)
+        first = next(items)
+        assert first.batch.num_rows == 10
+        first.ack(wait=True)
+        wait_for(lambda: stream.metrics().lag_snapshots == 0, "the scan committed")
+        start = 0
+        for n in APPENDS:
+            table.append(rows(n, start=100 + start))
+            start += n
+        table.refresh()
+        head = table.current_snapshot()
+        assert head is not None
+        held = wait_for(lambda: (m := stream.metrics()).head_snapshot_id
+                        == head.snapshot_id and m, "the actor to see the head")
+        assert (held.lag_snapshots, held.lag_records) == (len(APPENDS), sum(APPENDS))
+        assert held.healthy and held.enumeration_alive
+        wait_for(lambda: ray_metric(port, "ray_icefloe_lag_records") == sum(APPENDS),
+                 "Ray's endpoint to show the held lag")
+        assert ray_metric(port, "ray_icefloe_lag_snapshots") == len(APPENDS)
+        # the driver's own Prometheus endpoint serves the actor's metrics too
+        assert stream.metrics_address is not None
+        driver_port = stream.metrics_address[1]
+        assert ray_metric(driver_port, "icefloe_lag_records") == sum(APPENDS)
+        assert ray_metric(driver_port, "icefloe_healthy") == 1
+
+        got, batches = 10, 1
+        while got < 10 + sum(APPENDS):
+            item = next(items)
+            got += item.batch.num_rows
+            batches += 1
+            item.ack(wait=True)
+        done = wait_for(lambda: (m := stream.metrics()).lag_snapshots == 0
+                        and m.rows == got and m, "the lag to drain, the rows reported")
+        assert done.batches == batches and done.reader_busy_seconds > 0
+        wait_for(lambda: ray_metric(port, "ray_icefloe_rows_total") == got,
+                 "Ray's rows counter")
+        wait_for(lambda: ray_metric(port, "ray_icefloe_lag_records") == 0,
+                 "Ray's lag gauge to drain")
+    assert stream.metrics().rows == got  # the last metrics, after stop
