@@ -9,7 +9,7 @@ Runs on the driver. The steps, each within the budget:
    of a knob, the others at the best values found so far, :data:`SWEEP_REPS` interleaved
    runs each; a value replaces the current one only when it is faster by more than the
    noise (:func:`~icefloe.tuning.measure.beats`); a knob that no longer fits the budget
-   is reported as not swept;
+   is reported as not swept (the first knob is always swept, past the budget if need be);
 4. confirm: the sweep's best setting against the baseline, :data:`CONFIRM_REPS`
    interleaved runs each. The verdict is ``recommend`` only when the sweep and the
    confirmation both found the difference larger than the noise.
@@ -51,6 +51,8 @@ INITIAL_SAMPLE_BYTES = 16 * 1024 * 1024
 MIN_READ_S = 0.05
 """Shortest read worth timing: below it, a sample grows when the table allows."""
 CALIBRATION_READS = 4
+CALIBRATION_SHARE = 0.25
+"""Most of the budget (after planning and the engine's start) the calibration takes."""
 MAX_LOOPS = 50
 """Most reads of a whole small table in one timed run (a run shorter than a few tens of
 milliseconds measures the machine's noise, not the setting)."""
@@ -204,9 +206,16 @@ class _Bench:
 def _calibrate(bench: _Bench, base: Setting, files: list[FileInfo], sample: list[FileInfo],
                deadline: float, reads: int, say: Callable[[str], None],
                ) -> tuple[list[FileInfo], float, float]:
-    """A sample whose read takes about the budget's share of one planned read (reads
-    of the baseline; the last one leaves the sample's files warm). Returns the sample,
-    its read's seconds and that share."""
+    """A sample whose read takes about the budget's share of one planned read. Reads of
+    the baseline: the first warms the engine up (Spark's and Ray's first job starts
+    workers) and is not used; the last leaves the sample's files warm. Stops after
+    :data:`CALIBRATION_SHARE` of the time left. Returns the sample, its read's seconds
+    and that share."""
+    started = time.monotonic()
+    stop = started + (deadline - started) * CALIBRATION_SHARE
+    bench.sample = {f.path for f in sample}
+    say(f"warming up: reading {len(sample)} of {len(files)} files")
+    bench.reader(bench.work(base))()
     seconds = target = 0.0
     for _ in range(CALIBRATION_READS):
         bench.sample = {f.path for f in sample}
@@ -216,13 +225,14 @@ def _calibrate(bench: _Bench, base: Setting, files: list[FileInfo], sample: list
         ratio = target / max(seconds, 1e-6)
         grow = ratio > 2 and len(sample) < len(files)
         shrink = ratio < 0.8 and len(sample) > 1
-        if not (grow or shrink):
+        if not (grow or shrink) or time.monotonic() + seconds * min(ratio, 16) > stop:
             break
         size = sum(f.size for f in sample) * min(16.0, max(1 / 16, ratio))
         resized = pick(files, int(size))
         if [f.path for f in resized] == [f.path for f in sample]:
             break
         sample = resized
+    bench.sample = {f.path for f in sample}
     return sample, seconds, target
 
 
@@ -235,7 +245,8 @@ def _sweep(bench: _Bench, base: Setting, knobs: Mapping[str, list[Any]], deadlin
     for knob in [k for k in KNOBS if k in knobs]:
         settings = [{**current, knob: v} for v in knobs[knob]]
         reserve = 2 * CONFIRM_REPS * per_read
-        if time.monotonic() + len(settings) * SWEEP_REPS * per_read > deadline - reserve:
+        if trials and time.monotonic() + len(settings) * SWEEP_REPS * per_read \
+                > deadline - reserve:
             skipped.append(knob)
             continue
         say(f"sweeping {knob}: {', '.join(str(s[knob]) for s in settings)} "
