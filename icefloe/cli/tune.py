@@ -20,7 +20,7 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("tune", help="measure the read knobs on this table; recommend options")
     add_table_args(p)
     p.add_argument("--engine", choices=["local", "spark", "ray"], default="local")
-    p.add_argument("--budget", default="3min",
+    p.add_argument("--budget",
                    help="wall time to spend, e.g. 90s, 2min (default 3min)")
     p.add_argument("--parallelism", type=positive_int, default=2,
                    help="the baseline's reader threads (local; default 2, as icefloe read)")
@@ -51,10 +51,11 @@ def _sweep(items: list[str] | None) -> dict[str, str] | None:
 
 def run(args: argparse.Namespace) -> int:
     from icefloe.tuning import parse_budget, tune
+    from icefloe.tuning.budget import DEFAULT_BUDGET
     from icefloe.tuning.grid import parse_sweep
     from icefloe.tuning.report import check_dir, require_matplotlib, write_report
 
-    budget = parse_budget(args.budget)
+    budget = parse_budget(DEFAULT_BUDGET if args.budget is None else args.budget)
     sweep = _sweep(args.sweep)
     if sweep:
         parse_sweep(sweep)

@@ -8,7 +8,8 @@ the engines in :mod:`icefloe.tuning.engines`, the report in :mod:`icefloe.tuning
 
 from __future__ import annotations
 
+from icefloe.tuning.budget import parse_budget
 from icefloe.tuning.result import Trial, TuneResult
-from icefloe.tuning.run import parse_budget, tune
+from icefloe.tuning.run import tune
 
 __all__ = ["Trial", "TuneResult", "parse_budget", "tune"]

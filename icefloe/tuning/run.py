@@ -30,10 +30,10 @@ from pyiceberg.catalog import Catalog
 
 from icefloe.enumerator.bounded import plan_bounded
 from icefloe.errors import InvalidOptionError
-from icefloe.option_values import parse_duration_ms
 from icefloe.options import SourceOptions
 from icefloe.source import IcebergSource
 from icefloe.splits.split import FileSplit
+from icefloe.tuning.budget import DEFAULT_BUDGET, parse_budget
 from icefloe.tuning.engines import ENGINES, Engine, Work, open_engine
 from icefloe.tuning.grid import KNOBS, Setting, baseline, grid, label, parse_sweep
 from icefloe.tuning.measure import beats, interleaved, median, timed
@@ -42,8 +42,6 @@ from icefloe.tuning.sample import FileInfo, files_of, pick, shape_of
 
 log = logging.getLogger(__name__)
 
-DEFAULT_BUDGET = "3min"
-MIN_BUDGET_S = 5.0
 SWEEP_REPS = 3
 CONFIRM_REPS = 7
 INITIAL_SAMPLE_BYTES = 16 * 1024 * 1024
@@ -59,30 +57,6 @@ milliseconds measures the machine's noise, not the setting)."""
 BUDGET_SHARE = 0.6
 """Share of the budget left after calibration that the planned reads are sized to (the
 rest absorbs slow runs on a loaded machine)."""
-
-
-def parse_budget(value: str | float | dt.timedelta) -> float:
-    """Seconds of a budget: ``90s``, ``2min``, ``1h``, a number of seconds, a timedelta.
-
-    Raises:
-        InvalidOptionError: not a duration, or shorter than :data:`MIN_BUDGET_S`.
-    """
-    if isinstance(value, dt.timedelta):
-        seconds = value.total_seconds()
-    elif isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = float(value)
-    else:
-        text = str(value).strip()
-        try:
-            seconds = float(text) if text.replace(".", "", 1).isdigit() \
-                else parse_duration_ms("budget", text) / 1000
-        except InvalidOptionError:
-            raise InvalidOptionError("budget", f"{value!r} is not a duration; give seconds "
-                                     "or a number with a unit, e.g. 90s, 2min or 1h") from None
-    if seconds < MIN_BUDGET_S:
-        raise InvalidOptionError("budget", f"{value!r} is too short to measure anything; "
-                                 f"give at least {MIN_BUDGET_S:.0f}s")
-    return seconds
 
 
 def tune(table: str, catalog: str | Catalog | None = None,
