@@ -133,6 +133,14 @@ class TuneResult:
             return None
         return int(rec["parallelism"])
 
+    def reference(self, trial: Trial) -> Trial:
+        """The trial of ``trial``'s round with the swept knob at its baseline value (what
+        the round's other values are compared with; the machine's load moves between
+        rounds)."""
+        knob = trial.knob
+        return next((t for t in self.trials if t.knob == knob
+                     and t.setting[knob] == self.baseline[knob]), trial)
+
     def to_json(self) -> dict[str, Any]:
         base, cand = self.confirmation
         return {
@@ -165,20 +173,20 @@ class TuneResult:
             "baseline: " + ", ".join(f"{k}={self.baseline[k]}" for k in KNOBS),
             "",
         ]
-        rows = [("knob", "setting", "median", "spread", "rows/s", "MB/s", "vs baseline")]
-        base_trial = next((t for t in self.trials if t.setting == self.baseline),
-                          self.confirmation[0])
-        base_rate = base_trial.rows_per_s
+        rows = [("knob", "setting", "median", "spread", "rows/s", "MB/s", "vs ref")]
         for t in self.trials:
+            ref = self.reference(t)
             rows.append((t.knob, label(t.setting, self.baseline), f"{t.median_s:.3f} s",
                          f"{t.spread * 100:.0f}%", f"{t.rows_per_s:,.0f}",
                          f"{t.bytes_per_s / 1e6:,.1f}",
-                         f"{t.rows_per_s / base_rate:.2f}x" if base_rate else "-"))
+                         f"{t.rows_per_s / ref.rows_per_s:.2f}x" if ref.rows_per_s else "-"))
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         for r in rows:
             lines.append("  ".join(c.ljust(w) if i < 2 else c.rjust(w)
                                    for i, (c, w) in enumerate(zip(r, widths, strict=True)))
                          .rstrip())
+        lines.append("vs ref: throughput over the same round's setting with the knob at its "
+                     "baseline value (rounds run at different times: compare within a round)")
         if self.skipped:
             lines.append(f"not swept (the budget ran out): {', '.join(self.skipped)}; "
                          "give a larger --budget")

@@ -54,7 +54,7 @@ CALIBRATION_SHARE = 0.25
 MAX_LOOPS = 50
 """Most reads of a whole small table in one timed run (a run shorter than a few tens of
 milliseconds measures the machine's noise, not the setting)."""
-BUDGET_SHARE = 0.6
+BUDGET_SHARE = 0.75
 """Share of the budget left after calibration that the planned reads are sized to (the
 rest absorbs slow runs on a loaded machine)."""
 

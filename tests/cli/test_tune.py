@@ -57,7 +57,7 @@ def test_table_report_and_its_files(home: Path, capsys) -> None:
     lines = result.out.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("knob "))
     assert lines[header].split() == ["knob", "setting", "median", "spread", "rows/s", "MB/s",
-                                     "vs", "baseline"]
+                                     "vs", "ref"]
     rows = lines[header + 1:header + 3]
     assert rows[0].split()[:2] == ["batchSize", "baseline"]
     assert rows[1].split()[:2] == ["batchSize", f"batchSize={GOOD_BATCH}"]

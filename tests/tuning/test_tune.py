@@ -32,6 +32,7 @@ def test_recommendation_is_read_back_at_least_as_fast(catalog: SqlCatalog) -> No
     assert result.sample_files == FILES  # a small table is read whole
     assert result.sample_rows == FILES * ROWS_PER_FILE
     assert result.trials[0].rows == FILES * ROWS_PER_FILE * result.loops
+    assert [result.reference(t).setting["batchSize"] for t in result.trials] == [WRONG_BATCH] * 2
     baseline = IcebergSource("db.tune", catalog=catalog, options=base)
     recommended = IcebergSource("db.tune", catalog=catalog, options={**base, **options})
     oracle = len(table.scan().to_arrow())
