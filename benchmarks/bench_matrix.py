@@ -107,8 +107,10 @@ def _drain(batches: Any) -> int:
     return sum(b.num_rows for b in batches)
 
 
-def contenders(where: Links, link: str, identifier: str,
-               tuned: dict[str, str]) -> dict[str, Callable[[], int]]:
+def contenders(where: Links, link: str, identifier: str, tuned: dict[str, str],
+               threads: int) -> dict[str, Callable[[], int]]:
+    """The four readers of a cell; ``tuned`` and ``threads``: the tune candidate's options
+    and reader threads."""
     catalog = where.catalog(link)
     fs = where.filesystem(link)
     paths = [t.file.file_path.split("://", 1)[1]
@@ -116,7 +118,7 @@ def contenders(where: Links, link: str, identifier: str,
     return {
         "icefloe (defaults)": lambda: _drain(IcebergSource(identifier, catalog=catalog).read()),
         "icefloe (tuned)": lambda: _drain(IcebergSource(identifier, catalog=catalog,
-                                                        options=tuned).read()),
+                                                        options=tuned).read(threads)),
         "pyarrow dataset": lambda: _drain(ds.dataset(paths, format="parquet",
                                                      filesystem=fs).to_batches()),
         "pyiceberg": lambda: _drain(catalog.load_table(identifier).scan()
@@ -142,7 +144,8 @@ def run(scale: str) -> str:
                 result = tune(identifier, catalog=catalog, budget=budget)
                 tuned = {k: str(v) for k, v in result.candidate.items()
                          if k in ("splitSize", "ioConcurrency", "batchSize")}
-                runs = interleaved(contenders(where, link, identifier, tuned), reps)
+                threads = int(result.candidate["parallelism"])
+                runs = interleaved(contenders(where, link, identifier, tuned, threads), reps)
                 counts = {n: r[0][1] for n, r in runs.items()}
                 assert len(set(counts.values())) == 1, counts
                 med = {n: median([s for s, _ in r]) for n, r in runs.items()}
