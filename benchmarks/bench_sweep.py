@@ -2,18 +2,19 @@
 
 Reads the backfill table (``events_table``; 128k-row row groups, so small split
 sizes cut files) with every combination, interleaved, median of ``reps`` runs, and
-draws ``benchmarks/sweep.png`` with a tiny pure-Python PNG writer (zlib + struct;
-no matplotlib): one heat map per parallelism, rows = splitSize, columns = batchSize,
-each cell labelled with Mrows/s; the shipped defaults (128 MiB, 65536) are outlined
-in red, the best cell in black.
+draws ``benchmarks/sweep.png`` with matplotlib (the ``tune`` extra): one heat map per
+parallelism, rows = splitSize, columns = batchSize, each cell labelled with Mrows/s;
+the shipped defaults (128 MiB, 65536) are outlined in red, the best cell in orange.
+
+``python -m benchmarks.bench_sweep --replot`` redraws the figure from the table
+recorded in RESULTS.md, without measuring.
 """
 
 from __future__ import annotations
 
 import itertools
-import struct
-import zlib
 from pathlib import Path
+from typing import Any
 
 from benchmarks.bench_backfill import _drain
 from benchmarks.common import (
@@ -29,79 +30,67 @@ from icefloe import IcebergSource
 
 DEFAULTS = (128 * MIB, 65_536)
 
-# 3x5 digits font
-_FONT = {
-    "0": "111101101101111", "1": "010110010010111", "2": "111001111100111",
-    "3": "111001111001111", "4": "101101111001001", "5": "111100111001111",
-    "6": "111100111101111", "7": "111001001001001", "8": "111101111101111",
-    "9": "111101111001111", ".": "000000000000010",
-}
-
-
-class Canvas:
-    def __init__(self, w: int, h: int) -> None:
-        self.w, self.h = w, h
-        self.px = bytearray(b"\xff" * (w * h * 3))
-
-    def rect(self, x: int, y: int, w: int, h: int, rgb: tuple[int, int, int]) -> None:
-        for yy in range(max(0, y), min(self.h, y + h)):
-            row = yy * self.w * 3
-            for xx in range(max(0, x), min(self.w, x + w)):
-                self.px[row + xx * 3: row + xx * 3 + 3] = bytes(rgb)
-
-    def frame(self, x: int, y: int, w: int, h: int, rgb: tuple[int, int, int], t: int) -> None:
-        self.rect(x, y, w, t, rgb)
-        self.rect(x, y + h - t, w, t, rgb)
-        self.rect(x, y, t, h, rgb)
-        self.rect(x + w - t, y, t, h, rgb)
-
-    def text(self, x: int, y: int, s: str, scale: int = 3,
-             rgb: tuple[int, int, int] = (0, 0, 0)) -> None:
-        for ch in s:
-            bits = _FONT.get(ch)
-            if bits:
-                for i, b in enumerate(bits):
-                    if b == "1":
-                        self.rect(x + (i % 3) * scale, y + (i // 3) * scale, scale, scale, rgb)
-            x += 4 * scale
-
-    def png(self, path: Path) -> None:
-        raw = b"".join(b"\x00" + bytes(self.px[y * self.w * 3:(y + 1) * self.w * 3])
-                       for y in range(self.h))
-
-        def chunk(tag: bytes, data: bytes) -> bytes:
-            return (struct.pack(">I", len(data)) + tag + data
-                    + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF))
-
-        path.write_bytes(b"\x89PNG\r\n\x1a\n"
-                         + chunk(b"IHDR", struct.pack(">IIBBBBB", self.w, self.h, 8, 2, 0, 0, 0))
-                         + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
-
 
 def draw(results: dict[tuple[int, int, int], float], splits: list[int], batches: list[int],
          pars: list[int], path: Path) -> None:
-    cell, gap = 90, 40
-    w = len(pars) * (len(batches) * cell + gap) + gap
-    h = len(splits) * cell + 2 * gap
-    c = Canvas(w, h)
-    lo, hi = min(results.values()), max(results.values())
+    """One heat map per parallelism (rows: splitSize, columns: batchSize, cells labelled
+    with Mrows/s), drawn by matplotlib into ``path`` (PNG, written atomically)."""
+    from matplotlib.figure import Figure
+
+    values = [v / 1e6 for v in results.values()]
     best = max(results, key=lambda k: results[k])
-    for p_i, par in enumerate(pars):
-        x0 = gap + p_i * (len(batches) * cell + gap)
-        c.text(x0, 8, str(par), 4)  # panel title: parallelism
+    fig = Figure(figsize=(3.4 * len(pars) + 1.2, 3.6), layout="constrained")
+    axes = fig.subplots(1, len(pars), squeeze=False)[0]
+    image = None
+    for ax, par in zip(axes, pars, strict=True):
+        grid = [[results[(s, b, par)] / 1e6 for b in batches] for s in splits]
+        image = ax.imshow(grid, cmap="Blues", vmin=min(values), vmax=max(values))
         for r, split in enumerate(splits):
-            for col, batch in enumerate(batches):
-                v = results[(split, batch, par)]
-                f = (v - lo) / (hi - lo) if hi > lo else 1.0
-                rgb = (int(235 - 200 * f), int(240 - 150 * f), 255)
-                x, y = x0 + col * cell, gap + r * cell
-                c.rect(x, y, cell - 4, cell - 4, rgb)
-                c.text(x + 12, y + 35, f"{v / 1e6:.1f}")
+            for c, batch in enumerate(batches):
+                dark = grid[r][c] > (min(values) + max(values)) / 2
+                ax.text(c, r, f"{grid[r][c]:.2f}", ha="center", va="center", fontsize=9,
+                        color="white" if dark else "black")
                 if (split, batch) == DEFAULTS and par == 2:
-                    c.frame(x, y, cell - 4, cell - 4, (220, 0, 0), 5)
+                    ax.add_patch(_frame(c, r, "red", 3))
                 if (split, batch, par) == best:
-                    c.frame(x + 6, y + 6, cell - 16, cell - 16, (0, 0, 0), 3)
-    c.png(path)
+                    ax.add_patch(_frame(c, r, "orange", 3, inset=0.08))
+        ax.set_title(f"parallelism {par}")
+        ax.set_xticks(range(len(batches)), [f"{b // 1024}k" for b in batches])
+        ax.set_yticks(range(len(splits)), [f"{s // MIB} MiB" for s in splits])
+        ax.set_xlabel("batchSize")
+    axes[0].set_ylabel("splitSize")
+    if image is not None:
+        fig.colorbar(image, ax=list(axes), label="Mrows/s", shrink=0.8)
+    temp = path.with_name(f".{path.name}.tmp")
+    fig.savefig(temp, format="png", dpi=100)
+    temp.replace(path)
+
+
+def _frame(col: int, row: int, color: str, width: float, inset: float = 0.0) -> Any:
+    from matplotlib.patches import Rectangle
+
+    side = 1 - 2 * inset
+    return Rectangle((col - 0.5 + inset, row - 0.5 + inset), side, side, fill=False,
+                     edgecolor=color, linewidth=width)
+
+
+def from_results(text: str) -> tuple[dict[tuple[int, int, int], float], list[int], list[int],
+                                     list[int]]:
+    """The recorded cells of RESULTS.md's "Tuning sweep" table (Mrows/s), to redraw the
+    figure without measuring again."""
+    section = text.split("## Tuning sweep", 1)[1].split("\n## ", 1)[0]
+    lines = [ln for ln in section.splitlines() if ln.startswith("| ")]
+    pars = [int(h.strip()[2:]) for h in lines[0].strip("|").split("|")[2:]]
+    results: dict[tuple[int, int, int], float] = {}
+    for line in lines[1:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        split = int(cells[0].split()[0]) * MIB
+        batch = int(cells[1].replace(",", ""))
+        for par, value in zip(pars, cells[2:], strict=True):
+            results[(split, batch, par)] = float(value) * 1e6
+    splits = sorted({k[0] for k in results})
+    batches = sorted({k[1] for k in results})
+    return results, splits, batches, pars
 
 
 def run(scale: str) -> str:
@@ -133,7 +122,7 @@ def run(scale: str) -> str:
         f"{rows_total:,} rows, median of {reps} interleaved runs per cell, Mrows/s. "
         "![sweep](sweep.png) — panels: parallelism 1, 2, 4 (left to right); rows: splitSize "
         "4 / 16 / 128 MiB (top to bottom); columns: batchSize 16k / 64k / 256k; red frame: "
-        "shipped defaults (128 MiB, 65536) at parallelism 2; black frame: best cell.\n\n"
+        "shipped defaults (128 MiB, 65536) at parallelism 2; orange frame: best cell.\n\n"
         f"- best: splitSize {best[0] // MIB} MiB, batchSize {best[1]:,}, parallelism "
         f"{best[2]}: {rate[best] / 1e6:.2f} Mrows/s; defaults at parallelism 2: "
         f"{default / 1e6:.2f} Mrows/s ({default / rate[best]:.2f}x of best)\n\n"
@@ -144,4 +133,7 @@ def run(scale: str) -> str:
 if __name__ == "__main__":
     import sys
 
-    print(run(sys.argv[1] if len(sys.argv) > 1 else "quick"))
+    if sys.argv[1:] == ["--replot"]:
+        draw(*from_results((ROOT / "RESULTS.md").read_text()), ROOT / "sweep.png")
+    else:
+        print(run(sys.argv[1] if len(sys.argv) > 1 else "quick"))

@@ -13,7 +13,6 @@ import os
 import platform
 import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -26,6 +25,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
+from icefloe.tuning.measure import interleaved as interleaved
+from icefloe.tuning.measure import median as median
+from icefloe.tuning.measure import timed as timed
 
 ROOT = Path(__file__).resolve().parent
 DATA_DIR = Path(os.environ.get("ICEFLOE_BENCH_DATA", ROOT / "data"))
@@ -42,36 +45,7 @@ def pick(scale: str, quick: Any, full: Any) -> Any:
 
 
 # --------------------------------------------------------------------------- timing
-
-
-def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-    """``(seconds, result)`` of one call (monotonic clock)."""
-    start = time.perf_counter()
-    result = fn()
-    return time.perf_counter() - start, result
-
-
-def interleaved(contenders: dict[str, Callable[[], Any]], reps: int,
-                warmup: bool = True) -> dict[str, list[tuple[float, Any]]]:
-    """Run each contender ``reps`` times, round-robin, rotating which goes first.
-
-    Returns ``{name: [(seconds, result), ...]}``. With ``warmup`` each contender runs
-    once untimed first (page cache, imports, thread pools).
-    """
-    names = list(contenders)
-    if warmup:
-        for name in names:
-            contenders[name]()
-    out: dict[str, list[tuple[float, Any]]] = {n: [] for n in names}
-    for r in range(reps):
-        order = names[r % len(names):] + names[:r % len(names)]
-        for name in order:
-            out[name].append(timed(contenders[name]))
-    return out
-
-
-def median(values: Sequence[float]) -> float:
-    return float(statistics.median(values))
+# timed, interleaved and median live in the library (``icefloe tune`` uses them too)
 
 
 def percentile(values: Sequence[float], q: float) -> float:

@@ -23,7 +23,7 @@ from benchmarks.common import ROOT, machine, md_table
 RESULTS = ROOT / "RESULTS.md"
 ORDER = ["backfill", "planning", "discovery", "continuous", "checkpoint", "sweep",
          "spark_backfill", "spark_java", "stream_java", "ray_backfill", "objectstore",
-         "changelog", "startup", "history"]
+         "changelog", "startup", "history", "matrix"]
 TITLES = {
     "backfill": "Backfill throughput", "planning": "Planning at scale",
     "discovery": "Incremental discovery", "continuous": "Continuous latency",
@@ -32,7 +32,7 @@ TITLES = {
     "stream_java": "Streaming catch-up vs Iceberg's Java stream", "ray_backfill": "Ray",
     "objectstore": "Object storage",
     "changelog": "Changelog", "startup": "Start-up",
-    "history": "Long runs: cost against history",
+    "history": "Long runs: cost against history", "matrix": "Defaults matrix",
 }
 PLACEHOLDER = "_Placeholder: results merged by the lead._"
 

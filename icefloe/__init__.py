@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from icefloe.source import IcebergSource
     from icefloe.splits import DeleteFileRef, FileSplit, deserialize_split, serialize_split
     from icefloe.state.position import Position
+    from icefloe.tuning import TuneResult, tune
 
 # Imported on first use (PEP 562), so that a reader process (a Spark executor's Python
 # worker, a Ray actor) importing ``icefloe.reader`` pays for neither the catalog stack
@@ -60,6 +61,8 @@ _LAZY = {
     "Stats": "icefloe.coordinator",
     "StreamItem": "icefloe.coordinator",
     "StreamMetrics": "icefloe.coordinator",
+    "TuneResult": "icefloe.tuning",
+    "tune": "icefloe.tuning",
 }
 
 
@@ -109,8 +112,10 @@ __all__ = [
     "StreamMetrics",
     "TableNotFoundError",
     "TableReplacedError",
+    "TuneResult",
     "UnknownSplitError",
     "UnsupportedTypeError",
     "deserialize_split",
     "serialize_split",
+    "tune",
 ]

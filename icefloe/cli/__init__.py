@@ -1,4 +1,4 @@
-"""The icefloe command: plan, read, stream, snapshots, checkpoint and demo.
+"""The icefloe command: plan, read, stream, snapshots, checkpoint, tune and demo.
 
 Runs in the user's process. One module per subcommand (each has ``add_parser`` and
 ``run``); :mod:`icefloe.cli.failures` turns an error into one line on stderr and an exit
@@ -16,7 +16,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-from icefloe.cli import checkpoint, demo, plan, read, snapshots, stream
+from icefloe.cli import checkpoint, demo, plan, read, snapshots, stream, tune
 from icefloe.cli.common import quiet_engines
 from icefloe.cli.failures import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, describe
 from icefloe.cli.logs import FORMATS, configure, emit_error, json_mode, set_format
@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
         def add_parser(self, name: str, **kwargs: object) -> argparse.ArgumentParser:
             return sub.add_parser(name, parents=[verbose], **kwargs)  # type: ignore[arg-type,list-item]
 
-    for module in (plan, read, stream, snapshots, checkpoint, demo):
+    for module in (plan, read, stream, snapshots, checkpoint, tune, demo):
         module.add_parser(_Sub())
     return parser
 

@@ -169,9 +169,12 @@ def quiet_engines(verbose: int) -> None:
 
 
 class Progress:
-    """A one-line progress display on stderr: rows, bytes, splits done / total.
+    """A one-line progress display on stderr: splits done / total as a bar, rows, bytes
+    and rows/s, drawn by ``rich`` (a dependency of PyIceberg's, so no new one).
 
-    Drawn only when stderr is a terminal (no ``\\r`` frames in logs or pipes).
+    Drawn only when stderr is a terminal (no frames in logs or pipes); ``rich`` is
+    imported only then, so it costs the start-up of no command (benchmarks/RESULTS.md,
+    "Start-up").
     """
 
     def __init__(self, total_splits: int | None, enabled: bool) -> None:
@@ -181,32 +184,33 @@ class Progress:
         self.bytes = 0
         self.splits = 0
         self.start = time.monotonic()
-        self._last = 0.0
+        self._bar: Any = None
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
+            from rich.progress import Progress as Bar
+
+            self._bar = Bar(TextColumn("splits"), BarColumn(bar_width=20),
+                            MofNCompleteColumn(), TextColumn("{task.fields[detail]}"),
+                            console=Console(stderr=True), refresh_per_second=5)
+            self._task = self._bar.add_task("read", total=total_splits, detail="")
+            self._bar.start()
 
     def update(self, rows: int = 0, nbytes: int = 0, splits: int = 0, force: bool = False) -> None:
         self.rows += rows
         self.bytes += nbytes
         self.splits += splits
-        now = time.monotonic()
-        if not self.enabled or (not force and now - self._last < 0.2):
+        if self._bar is None:
             return
-        self._last = now
-        elapsed = max(now - self.start, 1e-9)
-        total = "?" if self.total is None else str(self.total)
-        bar = ""
-        if self.total:
-            done = int(20 * self.splits / self.total)
-            bar = "[" + "#" * done + "." * (20 - done) + "] "
-        sys.stderr.write(
-            f"\r{bar}splits {self.splits}/{total}  rows {self.rows:,}  "
-            f"{self.bytes / 1e6:,.1f} MB  {self.rows / elapsed:,.0f} rows/s"
-        )
-        sys.stderr.flush()
+        elapsed = max(time.monotonic() - self.start, 1e-9)
+        self._bar.update(self._task, completed=self.splits, refresh=force,
+                         detail=f"rows {self.rows:,}  {self.bytes / 1e6:,.1f} MB  "
+                         f"{self.rows / elapsed:,.0f} rows/s")
 
     def close(self) -> None:
-        if self.enabled:
+        if self._bar is not None:
             self.update(force=True)
-            sys.stderr.write("\n")
+            self._bar.stop()
 
 
 def status_line(info: dict[str, Any]) -> str:

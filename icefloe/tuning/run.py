@@ -1,0 +1,257 @@
+"""``icefloe.tune``: measure the read knobs on the user's own table, storage and engine.
+
+Runs on the driver. The steps, each within the budget:
+
+1. plan the read (icefloe's planner, the options given) and take the table's shape;
+2. pick a deterministic sample of its files and size it so that every planned read fits
+   the budget (a calibration read of the baseline, which also warms the cache);
+3. sweep the knobs one at a time in :data:`~icefloe.tuning.grid.KNOBS` order: every value
+   of a knob, the others at the best values found so far, :data:`SWEEP_REPS` interleaved
+   runs each; a value replaces the current one only when it is faster by more than the
+   noise (:func:`~icefloe.tuning.measure.beats`); a knob that no longer fits the budget
+   is reported as not swept (the first knob is always swept, past the budget if need be);
+4. confirm: the sweep's best setting against the baseline, :data:`CONFIRM_REPS`
+   interleaved runs each. The verdict is ``recommend`` only when the sweep and the
+   confirmation both found the difference larger than the noise.
+
+Nothing is written to the table or the catalog.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from pyiceberg.catalog import Catalog
+
+from icefloe.enumerator.bounded import plan_bounded
+from icefloe.errors import InvalidOptionError
+from icefloe.options import SourceOptions
+from icefloe.source import IcebergSource
+from icefloe.splits.split import FileSplit
+from icefloe.tuning.budget import DEFAULT_BUDGET, parse_budget
+from icefloe.tuning.engines import ENGINES, Engine, Work, open_engine
+from icefloe.tuning.grid import KNOBS, Setting, baseline, grid, label, parse_sweep
+from icefloe.tuning.measure import beats, interleaved, median, timed
+from icefloe.tuning.result import Trial, TuneResult
+from icefloe.tuning.sample import FileInfo, files_of, pick, shape_of
+
+log = logging.getLogger(__name__)
+
+SWEEP_REPS = 3
+CONFIRM_REPS = 7
+INITIAL_SAMPLE_BYTES = 16 * 1024 * 1024
+"""Bytes of the first sample (then scaled to the budget by the calibration reads)."""
+MIN_READ_S = 0.05
+"""Shortest read worth timing: below it, a sample grows when the table allows."""
+CALIBRATION_READS = 4
+CALIBRATION_SHARE = 0.25
+"""Most of the budget (after planning and the engine's start) the calibration takes."""
+MAX_LOOPS = 50
+"""Most reads of a whole small table in one timed run (a run shorter than a few tens of
+milliseconds measures the machine's noise, not the setting)."""
+BUDGET_SHARE = 0.75
+"""Share of the budget left after calibration that the planned reads are sized to (the
+rest absorbs slow runs on a loaded machine)."""
+
+
+def tune(table: str, catalog: str | Catalog | None = None,
+         options: Mapping[str, Any] | None = None, *, engine: str = "local",
+         budget: str | float | dt.timedelta = DEFAULT_BUDGET, parallelism: int = 2,
+         sweep: Mapping[str, Sequence[Any] | str] | None = None, master: str | None = None,
+         address: str | None = None, progress: Callable[[str], None] | None = None,
+         ) -> TuneResult:
+    """Measure the read knobs of ``table`` on ``engine`` within ``budget``; see the module.
+
+    Args:
+        table: ``namespace.table``.
+        catalog: as :class:`icefloe.IcebergSource`'s.
+        options: the bounded-read options the table is read with (``snapshotId``,
+            ``columns``, ``filter``...; a knob given here is the baseline's value).
+        engine: ``local``, ``spark`` or ``ray``.
+        budget: the wall time to spend (``90s``, ``2min``, seconds, a timedelta), engine
+            start included; the confirmation may overrun it by a few reads.
+        parallelism: the local engine's reader threads of the baseline (``read()``'s
+            default, 2). Spark's baseline is the session's default parallelism, Ray's the
+            blocks ``icefloe.ray.read`` asks for.
+        sweep: the values to sweep, per knob (``{"batchSize": [16384, 262144]}``);
+            default: a grid chosen from the table's shape and the engine.
+        master: the Spark master when no session is running (default ``local[*]``).
+        address: the Ray cluster when Ray is not initialized (default: a local Ray).
+        progress: called with a line before each step (the CLI shows them).
+
+    Raises:
+        InvalidOptionError: a bad option, budget, engine or sweep value, or a read with
+            no data files.
+        CatalogError, SnapshotError: the table or snapshot cannot be resolved.
+        ImportError: the engine's extra is not installed (naming it).
+    """
+    started = time.monotonic()
+    budget_s = parse_budget(budget)
+    if engine not in ENGINES:
+        raise InvalidOptionError("engine", f"{engine!r} is not an engine; give one of "
+                                 f"{', '.join(ENGINES)}")
+    given = parse_sweep(sweep) if sweep else None
+    source = IcebergSource(table, catalog=catalog, options=options)
+    opts = source.options.for_mode("bounded")
+    if opts.net_changes:
+        raise InvalidOptionError("netChanges", "reads a range as one task, so no knob "
+                                 "changes it; tune the read without it")
+    say = progress or (lambda line: None)
+    say(f"planning {table}")
+    plan = source.bounded_plan()
+    files = files_of(plan.splits())
+    if not files:
+        raise InvalidOptionError("table", f"the read of {table} has no data files (an empty "
+                                 "table, snapshot or filter): tune needs data to measure")
+    say(f"starting engine {engine}")
+    eng = open_engine(engine, parallelism, master, address)
+    try:
+        bench = _Bench(source, opts, eng)
+        base = baseline(opts, engine, eng.default_parallelism())
+        sample = pick(files, INITIAL_SAMPLE_BYTES)
+        shape = shape_of(files, sample, plan.handle.io)
+        knobs = given or grid(shape, engine, base, eng.cpus())
+        knobs = {k: v if base[k] in v else [base[k], *v] for k, v in knobs.items()}
+        reads = sum(len(v) for v in knobs.values()) * SWEEP_REPS + 2 * CONFIRM_REPS
+        deadline = started + budget_s
+        sample, per_read, target = _calibrate(bench, base, files, sample, deadline, reads,
+                                              say)
+        bench.sample = {f.path for f in sample}
+        if len(sample) == len(files) and per_read < target / 2:  # a small table
+            bench.loops = min(MAX_LOOPS, int(target / max(per_read, 1e-6)))
+            per_read *= bench.loops
+        trials, current, skipped = _sweep(bench, base, knobs, deadline, per_read, say)
+        conf, verdict = _confirm(bench, base, current, trials, say)
+        sample_splits = bench.work(base).splits
+        return TuneResult(
+            table=table, engine=engine, shape=shape, sample_files=len(sample),
+            sample_bytes=sum(s.length for s in sample_splits),
+            sample_rows=sum(s.record_count for s in sample_splits), baseline=base,
+            trials=trials, skipped=skipped, confirmation=conf, verdict=verdict,
+            loops=bench.loops,
+            budget_s=budget_s, elapsed_s=time.monotonic() - started, reps=SWEEP_REPS,
+            confirm_reps=CONFIRM_REPS,
+            base_options={k: str(v) for k, v in (options or {}).items() if v is not None
+                          and not str(k).lower().startswith(("catalog.", "checkpoint."))})
+    finally:
+        eng.close()
+
+
+class _Bench:
+    """Readers of the sample under a setting (plans cached per ``splitSize``)."""
+
+    def __init__(self, source: IcebergSource, options: SourceOptions, engine: Engine) -> None:
+        self.source = source
+        self.options = options
+        self.engine = engine
+        self.sample: set[str] = set()
+        self.loops = 1
+        self._splits: dict[tuple[int, frozenset[str]], list[FileSplit]] = {}
+
+    def work(self, setting: Setting) -> Work:
+        io = setting["ioConcurrency"]
+        opts = dataclasses.replace(
+            self.options, batch_size=int(setting["batchSize"]),
+            split_size=int(setting["splitSize"]),
+            io_concurrency=None if io == "auto" else int(io))
+        plan = plan_bounded(self.source.handle, opts)
+        key = (opts.split_size, frozenset(self.sample))
+        if key not in self._splits:
+            self._splits[key] = [s for s in plan.splits() if s.file_path in self.sample]
+        return Work(self._splits[key], plan.context, opts, int(setting["parallelism"]))
+
+    def reader(self, work: Work) -> Callable[[], int]:
+        """Reads ``work`` :attr:`loops` times; returns the rows read."""
+        read = self.engine.reader(work)
+        loops = self.loops
+        return read if loops == 1 else lambda: sum(read() for _ in range(loops))
+
+    def trial(self, knob: str, setting: Setting, work: Work,
+              runs: list[tuple[float, Any]]) -> Trial:
+        return Trial(knob, setting, tuple(t for t, _ in runs), runs[0][1],
+                     sum(s.length for s in work.splits) * self.loops)
+
+
+def _calibrate(bench: _Bench, base: Setting, files: list[FileInfo], sample: list[FileInfo],
+               deadline: float, reads: int, say: Callable[[str], None],
+               ) -> tuple[list[FileInfo], float, float]:
+    """A sample whose read takes about the budget's share of one planned read. Reads of
+    the baseline: the first warms the engine up (Spark's and Ray's first job starts
+    workers) and is not used; the last leaves the sample's files warm. Stops after
+    :data:`CALIBRATION_SHARE` of the time left. Returns the sample, its read's seconds
+    and that share."""
+    started = time.monotonic()
+    stop = started + (deadline - started) * CALIBRATION_SHARE
+    bench.sample = {f.path for f in sample}
+    say(f"warming up: reading {len(sample)} of {len(files)} files")
+    bench.reader(bench.work(base))()
+    seconds = target = 0.0
+    for _ in range(CALIBRATION_READS):
+        bench.sample = {f.path for f in sample}
+        say(f"calibrating: reading {len(sample)} of {len(files)} files")
+        seconds, _ = timed(bench.reader(bench.work(base)))
+        target = max(MIN_READ_S, (deadline - time.monotonic()) * BUDGET_SHARE / max(reads, 1))
+        ratio = target / max(seconds, 1e-6)
+        grow = ratio > 2 and len(sample) < len(files)
+        shrink = ratio < 0.8 and len(sample) > 1
+        if not (grow or shrink) or time.monotonic() + seconds * min(ratio, 16) > stop:
+            break
+        size = sum(f.size for f in sample) * min(16.0, max(1 / 16, ratio))
+        resized = pick(files, int(size))
+        if [f.path for f in resized] == [f.path for f in sample]:
+            break
+        sample = resized
+    bench.sample = {f.path for f in sample}
+    return sample, seconds, target
+
+
+def _sweep(bench: _Bench, base: Setting, knobs: Mapping[str, list[Any]], deadline: float,
+           per_read: float, say: Callable[[str], None],
+           ) -> tuple[list[Trial], Setting, list[str]]:
+    trials: list[Trial] = []
+    skipped: list[str] = []
+    current = dict(base)
+    for knob in [k for k in KNOBS if k in knobs]:
+        settings = [{**current, knob: v} for v in knobs[knob]]
+        reserve = 2 * CONFIRM_REPS * per_read
+        if trials and time.monotonic() + len(settings) * SWEEP_REPS * per_read \
+                > deadline - reserve:
+            skipped.append(knob)
+            continue
+        say(f"sweeping {knob}: {', '.join(str(s[knob]) for s in settings)} "
+            f"({SWEEP_REPS} runs each)")
+        works = [bench.work(s) for s in settings]
+        readers = {str(i): bench.reader(w) for i, w in enumerate(works)}
+        runs = interleaved(readers, SWEEP_REPS, warmup=False)
+        round_trials = [bench.trial(knob, s, works[i], runs[str(i)])
+                        for i, s in enumerate(settings)]
+        trials += round_trials
+        now = next(t for t in round_trials if t.setting == current)
+        best = min(round_trials, key=lambda t: t.median_s)
+        if best.setting != current and beats(now.seconds, best.seconds):
+            log.info("%s: %s beats %s", knob, best.setting[knob], current[knob])
+            current = dict(best.setting)
+        per_read = median([s for t in round_trials for s in t.seconds])
+    return trials, current, skipped
+
+
+def _confirm(bench: _Bench, base: Setting, current: Setting, trials: list[Trial],
+             say: Callable[[str], None]) -> tuple[tuple[Trial, Trial], Any]:
+    others = [t for t in trials if t.setting != base]
+    candidate = current if current != base else \
+        (min(others, key=lambda t: t.median_s).setting if others else base)
+    say(f"confirming: {label(candidate, base)} against the baseline "
+        f"({CONFIRM_REPS} runs each)")
+    works = {"baseline": bench.work(base), "candidate": bench.work(candidate)}
+    runs = interleaved({k: bench.reader(w) for k, w in works.items()},
+                       CONFIRM_REPS, warmup=False)
+    base_trial, cand_trial = (bench.trial("confirmation", s, works[k], runs[k])
+                              for k, s in (("baseline", base), ("candidate", candidate)))
+    verdict = "recommend" if current != base \
+        and beats(base_trial.seconds, cand_trial.seconds) else "within-noise"
+    return (base_trial, cand_trial), verdict

@@ -1,0 +1,100 @@
+"""``icefloe.tune`` on the local engine, on real tables in a real SQLite catalog: the
+recommendation read back and checked against the baseline, the noise case, the budget."""
+
+from __future__ import annotations
+
+import pytest
+from pyiceberg.catalog.sql import SqlCatalog
+
+from icefloe import IcebergSource, InvalidOptionError, TableNotFoundError, tune
+from icefloe.tuning import parse_budget
+from tests.tuning.support import (
+    FILES,
+    GOOD_BATCH,
+    ROWS_PER_FILE,
+    WRONG_BATCH,
+    assert_at_least_as_fast,
+    by_design_table,
+    check_recommendation,
+)
+
+
+def _drain(source: IcebergSource) -> int:
+    return sum(batch.num_rows for batch in source.read())
+
+
+def test_recommendation_is_read_back_at_least_as_fast(catalog: SqlCatalog) -> None:
+    table = by_design_table(catalog)
+    base = {"batchSize": str(WRONG_BATCH)}
+    result = tune("db.tune", catalog=catalog, options=base, budget="20s",
+                  sweep={"batchSize": [WRONG_BATCH, GOOD_BATCH]})
+    options = check_recommendation(result)
+    assert result.sample_files == FILES  # a small table is read whole
+    assert result.sample_rows == FILES * ROWS_PER_FILE
+    assert result.trials[0].rows == FILES * ROWS_PER_FILE * result.loops
+    assert [result.reference(t).setting["batchSize"] for t in result.trials] == [WRONG_BATCH] * 2
+    baseline = IcebergSource("db.tune", catalog=catalog, options=base)
+    recommended = IcebergSource("db.tune", catalog=catalog, options={**base, **options})
+    oracle = len(table.scan().to_arrow())
+    assert _drain(recommended) == _drain(baseline) == oracle
+    assert_at_least_as_fast(lambda: _drain(baseline), lambda: _drain(recommended))
+
+
+def test_a_knob_that_cannot_matter_is_within_the_noise(catalog: SqlCatalog) -> None:
+    """ioConcurrency prefetches from object stores only: on a local disk every value runs
+    the very same code, so no value may be recommended."""
+    by_design_table(catalog)
+    result = tune("db.tune", catalog=catalog, budget="15s",
+                  sweep={"ioConcurrency": [0, "auto", 64]})
+    assert result.verdict == "within-noise", result.render()
+    assert result.options() == {} and result.recommended is None
+    assert [t.setting["ioConcurrency"] for t in result.trials] == [0, "auto", 64]
+    text = result.render()
+    assert "within the noise" in text and "-o " not in text
+    assert result.to_json()["recommended"] is None
+
+
+def test_the_default_grid_follows_the_shape(catalog: SqlCatalog) -> None:
+    by_design_table(catalog)
+    result = tune("db.tune", catalog=catalog, budget="15s")
+    swept = {t.knob for t in result.trials} | set(result.skipped)
+    assert swept == {"parallelism", "batchSize"}  # local disk, one row group per file
+    assert result.baseline == {"parallelism": 2, "splitSize": 128 * 1024 * 1024,
+                               "ioConcurrency": "auto", "batchSize": 65536}
+    assert result.trials[0].knob == "parallelism"  # swept first, whatever the budget left
+    assert {1, 2, 4} <= {t.setting["parallelism"] for t in result.trials
+                         if t.knob == "parallelism"}
+
+
+def test_options_of_the_read_are_kept_and_checked(catalog: SqlCatalog) -> None:
+    by_design_table(catalog)
+    result = tune("db.tune", catalog=catalog, budget="20s", sweep={"parallelism": [1, 2]},
+                  options={"filter": "id < 1000", "columns": "id,kind"})
+    assert result.shape.files == 1 and result.sample_rows == ROWS_PER_FILE
+    assert all(t.rows == 1000 * result.loops for t in result.trials)  # the filter applies
+    with pytest.raises(InvalidOptionError, match="startingVersion"):
+        tune("db.tune", catalog=catalog, budget="20s", options={"startingVersion": "latest"})
+
+
+def test_bad_input_is_a_typed_error(catalog: SqlCatalog) -> None:
+    by_design_table(catalog)
+    with pytest.raises(InvalidOptionError, match="2mni"):
+        tune("db.tune", catalog=catalog, budget="2mni")
+    with pytest.raises(InvalidOptionError, match="engine"):
+        tune("db.tune", catalog=catalog, engine="flink")
+    with pytest.raises(TableNotFoundError):
+        tune("db.nope", catalog=catalog, budget="20s")
+    with pytest.raises(InvalidOptionError, match="no data files"):
+        tune("db.tune", catalog=catalog, budget="20s", options={"filter": "id < 0"})
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("90s", 90), ("2min", 120), ("1h", 3600),
+                                               ("45", 45), (30.5, 30.5), ("1.5min", 90)])
+def test_budgets(text: str | float, seconds: float) -> None:
+    assert parse_budget(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["2mni", "", "soon", "1s", "-5"])
+def test_bad_budgets(text: str) -> None:
+    with pytest.raises(InvalidOptionError, match="budget"):
+        parse_budget(text)
