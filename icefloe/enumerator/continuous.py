@@ -30,6 +30,7 @@ from pyiceberg.table.snapshots import Snapshot
 
 from icefloe.catalog.handle import TableHandle
 from icefloe.enumerator.discovery import ChangeFetcher
+from icefloe.enumerator.event_time import EventTimeColumn, resolve_event_time
 from icefloe.enumerator.lineage import ancestors, snapshots_between
 from icefloe.enumerator.planner import SplitPlanner, TableSplitPlanner
 from icefloe.enumerator.policy import Action, decide, operation_of
@@ -172,6 +173,10 @@ class ContinuousEnumerator:
             :meth:`start_schema`, else fresh at the first call).
         base_schema_id: the schema the stream's readers were started with; splits read in
             another schema carry its id (``FileSplit.schema_id``).
+        event_time: ``watermarkColumn`` resolved in the start schema (set by
+            :meth:`start_schema`; None without the option): every unit is planned in
+            event-time order, its ordinals event-time ranks
+            (:mod:`icefloe.enumerator.event_time`).
     """
 
     def __init__(self, handle: TableHandle, options: SourceOptions,
@@ -191,6 +196,7 @@ class ContinuousEnumerator:
                                           options.allow_column_drop, handle.identifier)
         self.schema: StreamSchema | None = None
         self.base_schema_id: int | None = None
+        self.event_time: EventTimeColumn | None = None
 
     # -- the stream schema ---------------------------------------------------------
 
@@ -201,10 +207,14 @@ class ContinuousEnumerator:
 
         Raises:
             SchemaChangedError: ``fail`` restarted across a rename / drop not allowed.
+            InvalidOptionError: a ``watermarkColumn`` that is not a timestamp or long
+                column of that schema (no manifest was read yet).
         """
         self.schema = self.schema_policy.start(self.handle.metadata, self.head(), restored)
         self.base_schema_id = self.schema.schema_id
+        self.event_time = resolve_event_time(self.read_schema(), self.options)
         self._cursor = None
+        self._planner = self._fixed_planner
         return self.schema
 
     def read_schema(self) -> Schema:
@@ -244,7 +254,8 @@ class ContinuousEnumerator:
                       else None) or metadata.schema()
             planner = TableSplitPlanner(
                 self.handle.metadata, self.handle.io, schema, self.options.filter,
-                self.options.case_sensitive, self.options.split_size, self._fetcher_for_io())
+                self.options.case_sensitive, self.options.split_size, self._fetcher_for_io(),
+                self.event_time)
             if self.options.changelog:
                 from icefloe.enumerator.changelog import ChangelogPlanner
 
