@@ -44,6 +44,7 @@ from icefloe.coordinator.assigner import Assignment, SplitAssigner
 from icefloe.coordinator.crash import crash_point
 from icefloe.coordinator.lag import Lag, measure_lag
 from icefloe.coordinator.loop import EnumerationLoop
+from icefloe.coordinator.watermark import WatermarkTracker
 from icefloe.enumerator.continuous import ContinuousEnumerator, SchemaSwitch
 from icefloe.enumerator.schema_track import SchemaChange, StreamSchema, follow_columns
 from icefloe.errors import UnknownSplitError
@@ -100,6 +101,8 @@ class Coordinator:
         self._changes: dict[int, SchemaChange] = {}
         self._base_schema: StreamSchema | None = None
         self._switches: list[tuple[Position, StreamSchema]] = []  # in position order
+        self.watermarks = WatermarkTracker()
+        """Event time (``watermarkColumn``): the stream's watermark across its readers."""
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -118,6 +121,7 @@ class Coordinator:
             self.session.mark_dirty()
         with self._lock:
             self._tracker = start.tracker()
+            self.watermarks = WatermarkTracker(start.watermark_ms)
         self.write_checkpoint()  # a new start is durable at once (restore marked it dirty)
         context = ReadContext.create(handle.metadata, handle.io, self.enumerator.read_schema(),
                                      opts)
@@ -166,6 +170,7 @@ class Coordinator:
                 return False
         with self._lock:
             self._tracker = AckTracker(position, (), ())
+            self.watermarks.reset()
             self.session.mark_dirty()
         self.write_checkpoint()
         return True
@@ -246,6 +251,8 @@ class Coordinator:
             except UnknownSplitError:
                 log.debug("ignoring ack of committed split %s", split_id)
             self.assigner.acked(split_id, consumed)
+            if consumed is None:
+                self.watermarks.acked(split_id)
             self.session.mark_dirty()
         crash_point("after_ack")
         if self.session.due(self.checkpoint_interval_s):
@@ -271,11 +278,18 @@ class Coordinator:
             schema = self.schema_at(self._tracker.committed())
             self.session.write(self._tracker, self.enumerator.identity, hashes,
                                functools.partial(crash_point, "during_checkpoint_write"),
-                               None if schema is None else (schema.schema_id, schema.since))
+                               None if schema is None else (schema.schema_id, schema.since),
+                               self.watermarks.current())
 
     def committed(self) -> Position:
         """The committed (acknowledged, exclusive) position."""
         return self.tracker.committed()
+
+    def watermark(self) -> int | None:
+        """The event-time watermark (``watermarkColumn``), milliseconds since the epoch:
+        never decreasing, also across restarts (:mod:`icefloe.coordinator.watermark`);
+        None without the option or before anything is known."""
+        return self.watermarks.current()
 
     def lag(self) -> Lag:
         """How far the committed position is behind the branch head (the last good

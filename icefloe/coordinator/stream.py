@@ -13,7 +13,10 @@ from and where acks go; this class holds everything a consumer sees:
   and never acknowledged are counted (:attr:`Stats.unacked`) and logged as a warning;
 - acks: idempotent per item; after :meth:`stop` they raise
   :class:`~icefloe.errors.StreamClosedError`;
-- :attr:`lag`, :attr:`stats`, :meth:`committed`, :meth:`describe`.
+- :attr:`lag`, :attr:`stats`, :meth:`committed`, :meth:`describe`;
+- event time (``watermarkColumn``): :attr:`StreamBase.watermark` and every item's
+  ``watermark``, never decreasing (the engine's :meth:`StreamBase._watermark`, kept
+  monotonic here too).
 
 - schemas: every item carries its ``schema_id``; the first item of a new schema
   (``onSchemaChange=evolve``) carries the change (``item.schema_change``) and
@@ -63,6 +66,7 @@ class StreamBase:
         self._base_schema_id: int | None = None  # the schema the readers started with
         self.schema_id: int | None = None
         """The schema of the last item delivered (before any: the start schema)."""
+        self._last_watermark: int | None = None
 
     # -- what an engine supplies -----------------------------------------------------
 
@@ -89,6 +93,31 @@ class StreamBase:
     def committed(self) -> Position:
         """The committed (acknowledged, exclusive) position."""
         raise NotImplementedError
+
+    _watermark_per_item = True
+    """Ask :meth:`_watermark` for every item (False: for the first item of each split,
+    where asking costs a remote call: Ray)."""
+
+    def _watermark(self) -> int | None:
+        """The engine's event-time watermark now (None: no ``watermarkColumn``)."""
+        return None
+
+    def _observe_watermark(self, value: int | None) -> int | None:
+        last = self._last_watermark
+        if value is not None and (last is None or value > last):
+            self._last_watermark = last = value
+        return last
+
+    @property
+    def watermark(self) -> int | None:
+        """The stream's event-time watermark (``watermarkColumn``), milliseconds since the
+        epoch: the smallest lower bound of the column among the splits not yet
+        acknowledged, never decreasing (also across a restart from a checkpoint); None
+        without the option or before anything is known. After :meth:`stop`, the last one
+        seen."""
+        if not self._started or self._closed:
+            return self._last_watermark
+        return self._observe_watermark(self._watermark())
 
     @property
     def lag(self) -> Lag:
@@ -181,8 +210,10 @@ class StreamBase:
                 if schema_id != self.schema_id and schema_id is not None:
                     change = self._schema_change(schema_id)
                     self.schema_id = schema_id
+                watermark = self._observe_watermark(self._watermark()) \
+                    if self._watermark_per_item or index == 1 else self._last_watermark
                 item = StreamItem(batch, split, consumed, last, reader_id, index, schema_id,
-                                  change, self._ack_item)
+                                  change, self._ack_item, watermark)
                 with self._consumer:
                     self._holding = me
                 yield item
