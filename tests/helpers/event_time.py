@@ -27,12 +27,14 @@ HOURS = (3, 0, 5, 1, 4, 2)
 of a fast-append table's manifests) is event-time order."""
 
 
-def hour_rows(hour: int, n: int = 12) -> pa.Table:
-    """``n`` events of ``hour`` (minutes ``0, 5, ...``), ids ``hour * 1000 + i``."""
+def hour_rows(hour: int, n: int = 12, first_id: int | None = None) -> pa.Table:
+    """``n`` events of ``hour`` (minutes ``0, 5, ...``), ids from ``first_id`` (default
+    ``hour * 1000``)."""
+    start = hour * 1000 if first_id is None else first_id
     times = [BASE + dt.timedelta(hours=hour, minutes=5 * i) for i in range(n)]
     epoch = dt.datetime(1970, 1, 1)
     return pa.table({
-        "id": [hour * 1000 + i for i in range(n)],
+        "id": [start + i for i in range(n)],
         "ts": times,
         "ts_ms": [(t - epoch) // dt.timedelta(milliseconds=1) for t in times],
         "kind": ["a" if i % 2 else "b" for i in range(n)],
