@@ -1,4 +1,5 @@
-"""Event-time tables: files appended out of event-time order, and PyIceberg's view of their
+"""Event-time tables (``ts`` is a timestamptz: Spark's withWatermark takes TIMESTAMP, not
+TIMESTAMP_NTZ): files appended out of event-time order, and PyIceberg's view of their
 bounds (the oracle of split order: PyIceberg's manifest reader and ``from_bytes``, not
 icefloe's decoder)."""
 
@@ -13,15 +14,15 @@ from pyiceberg.conversions import from_bytes
 from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
-from pyiceberg.types import LongType, NestedField, StringType, TimestampType
+from pyiceberg.types import LongType, NestedField, StringType, TimestamptzType
 
 EVENT_SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=True),
-    NestedField(2, "ts", TimestampType(), required=False),
+    NestedField(2, "ts", TimestamptzType(), required=False),
     NestedField(3, "ts_ms", LongType(), required=False),
     NestedField(4, "kind", StringType(), required=False),
 )
-BASE = dt.datetime(2026, 1, 1)
+BASE = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 HOURS = (3, 0, 5, 1, 4, 2)
 """Each append holds one hour of events; neither append order nor its reverse (the order
 of a fast-append table's manifests) is event-time order."""
@@ -32,7 +33,7 @@ def hour_rows(hour: int, n: int = 12, first_id: int | None = None) -> pa.Table:
     ``hour * 1000``)."""
     start = hour * 1000 if first_id is None else first_id
     times = [BASE + dt.timedelta(hours=hour, minutes=5 * i) for i in range(n)]
-    epoch = dt.datetime(1970, 1, 1)
+    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
     return pa.table({
         "id": [start + i for i in range(n)],
         "ts": times,
