@@ -9,8 +9,14 @@ import pytest
 from pyiceberg.catalog import Catalog
 
 from icefloe import IcebergSource, InvalidOptionError, MissingStatsError
-from tests.helpers.event_time import BASE, HOURS, event_table, event_time_order, hour_rows, \
-    pyiceberg_bounds
+from tests.helpers.event_time import (
+    BASE,
+    HOURS,
+    event_table,
+    event_time_order,
+    hour_rows,
+    pyiceberg_bounds,
+)
 
 
 @pytest.fixture
