@@ -23,7 +23,7 @@ from benchmarks.common import ROOT, machine, md_table
 RESULTS = ROOT / "RESULTS.md"
 ORDER = ["backfill", "planning", "discovery", "continuous", "checkpoint", "sweep",
          "spark_backfill", "spark_java", "stream_java", "ray_backfill", "objectstore",
-         "changelog", "startup"]
+         "changelog", "startup", "event_time"]
 TITLES = {
     "backfill": "Backfill throughput", "planning": "Planning at scale",
     "discovery": "Incremental discovery", "continuous": "Continuous latency",
@@ -31,7 +31,7 @@ TITLES = {
     "spark_backfill": "Spark", "spark_java": "Spark vs Iceberg's Java reader",
     "stream_java": "Streaming catch-up vs Iceberg's Java stream", "ray_backfill": "Ray",
     "objectstore": "Object storage",
-    "changelog": "Changelog", "startup": "Start-up",
+    "changelog": "Changelog", "startup": "Start-up", "event_time": "Event time",
 }
 PLACEHOLDER = "_Placeholder: results merged by the lead._"
 
