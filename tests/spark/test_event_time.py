@@ -98,3 +98,30 @@ def test_offsets_and_partitions_are_identical_across_driver_processes(tmp_path) 
     assert (start["phase"], start["ordinal"], end["ordinal"]) == ("scan", 0, 2)
     files = [deserialize_split(bytes.fromhex(b)).file_path for p in parts for b in p]
     assert files == event_time_order(table)[:2]  # the first batch: the two oldest files
+
+
+def test_offsets_record_the_order_and_a_switch_inside_a_unit_is_refused(tmp_path) -> None:
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles
+    from pyspark.sql.types import StructType
+
+    from icefloe import InvalidOptionError
+    from icefloe.spark.streaming import IcefloeStreamReader
+
+    catalog = make_catalog(tmp_path)
+    event_table(catalog)
+    opts = catalog_opts(catalog)
+    plain = IcefloeStreamReader("db.events", opts, StructType())
+    ordered = IcefloeStreamReader("db.events", {**opts, "watermarkColumn": "ts"}, StructType())
+    start = plain.initialOffset()
+    end = plain.latestOffset(start, ReadMaxFiles(2))
+    assert end["v"] == 2 and "order" not in end  # offsets without the option are as before
+    with pytest.raises(InvalidOptionError, match="inside snapshot .* in file order"):
+        ordered.latestOffset(end, ReadMaxFiles(2))
+    ordered_start = ordered.initialOffset()
+    ordered_end = ordered.latestOffset(ordered_start, ReadMaxFiles(2))
+    assert (ordered_end["v"], ordered_end["order"]) == (3, "ts/fail")
+    with pytest.raises(InvalidOptionError, match="event-time order 'ts/fail'"):
+        plain.partitions(ordered_start, ordered_end)
+    boundary = ordered.latestOffset(ordered_end, ReadAllAvailable())
+    assert boundary["ordinal"] == -1  # past the scan: any order goes on from here
+    assert plain.latestOffset(boundary, ReadAllAvailable())["ordinal"] == -1
