@@ -44,13 +44,11 @@ def _read(bt: BenchTable, options: dict[str, str]) -> Callable[[], int]:
 
 
 def _stream(bt: BenchTable, options: dict[str, str], tmp: Path) -> Callable[[], int]:
-    runs = iter(range(1_000_000))
-
     def go() -> int:
         src = IcebergSource(bt.identifier, catalog=bt.catalog(),
                             options={"pollIntervalMs": "100", **options})
         rows = 0
-        with src.stream(checkpoint=str(tmp / f"ckpt-{next(runs)}"), parallelism=2,
+        with src.stream(checkpoint=tempfile.mkdtemp(dir=tmp), parallelism=2,
                         available_now=True) as stream:
             for item in stream:
                 rows += item.batch.num_rows
