@@ -115,7 +115,7 @@ def test_offsets_record_the_order_and_a_switch_inside_a_unit_is_refused(tmp_path
     start = plain.initialOffset()
     end = plain.latestOffset(start, ReadMaxFiles(2))
     assert end["v"] == 2 and "order" not in end  # offsets without the option are as before
-    with pytest.raises(InvalidOptionError, match="inside snapshot .* in file order"):
+    with pytest.raises(InvalidOptionError, match=r"inside snapshot .* in file order"):
         ordered.latestOffset(end, ReadMaxFiles(2))
     ordered_start = ordered.initialOffset()
     ordered_end = ordered.latestOffset(ordered_start, ReadMaxFiles(2))
@@ -125,3 +125,16 @@ def test_offsets_record_the_order_and_a_switch_inside_a_unit_is_refused(tmp_path
     boundary = ordered.latestOffset(ordered_end, ReadAllAvailable())
     assert boundary["ordinal"] == -1  # past the scan: any order goes on from here
     assert plain.latestOffset(boundary, ReadAllAvailable())["ordinal"] == -1
+
+
+def test_batch_read_partitions_in_event_time_order(tmp_path) -> None:
+    from icefloe.spark.planning import SparkPlan
+
+    catalog = make_catalog(tmp_path)
+    table = event_table(catalog)
+    plan = SparkPlan("db.events", {**catalog_opts(catalog), "watermarkColumn": "ts",
+                                   "minPartitions": "3"})
+    tasks = plan.partitions()
+    assert len(tasks) == 3  # packed: each task starts at its smallest bound
+    files = [deserialize_split(b).file_path for task in tasks for b in task]
+    assert files == event_time_order(table)
