@@ -4,7 +4,8 @@ Runs on the enumerator (driver). Determinism: for the same table metadata, the
 same snapshot and the same options, the planner yields the same splits with the
 same ids in the same order in any process: manifest-list order, then entry order,
 then byte-range order. Splits are yielded lazily, so a million-file snapshot is
-never held in memory at once.
+never held in memory at once; with ``watermarkColumn`` a unit is planned whole and yielded
+in event-time order instead (:mod:`icefloe.enumerator.event_time`).
 """
 
 from __future__ import annotations
