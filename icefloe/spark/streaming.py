@@ -81,12 +81,12 @@ def offset_order(options: Any) -> str | None:
 def check_offset_order(offset: dict[str, Any], order: str | None) -> None:
     """Refuse an offset that stands inside a unit cut in another order than the query's
     (a restart with ``watermarkColumn`` switched): its ordinal would name other splits.
-    At a unit boundary (ordinal -1) any order goes on.
+    At a unit boundary (ordinal -1) or a unit's start (ordinal 0) any order goes on.
 
     Raises:
         InvalidOptionError: naming watermarkColumn, the two orders and the fix.
     """
-    if offset.get("ordinal", -1) < 0 or offset.get("order") == order:
+    if offset.get("ordinal", -1) <= 0 or offset.get("order") == order:
         return
     def said(o: Any) -> str:
         return "file order" if o is None else f"event-time order {o!r}"
@@ -287,6 +287,7 @@ class IcefloeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return []
         driver = self._state()
         check_offset_order(start, driver.order)
+        check_offset_order(end, driver.order)
         if self._moving_start() and start == self.initialOffset():
             start = self._first_batch_start(end)
             if start == end:
