@@ -57,8 +57,9 @@ def _stream(bt: BenchTable, options: dict[str, str], tmp: Path) -> Callable[[], 
     return go
 
 
-def run(scale: str) -> str:
-    reps = pick(scale, 5, 7)
+def run(scale: str, only: str | None = None, reps: int | None = None) -> str:
+    """The section's table; ``only``: the cases whose name contains it."""
+    reps = reps or pick(scale, 5, 7)
     big, small = events_table(scale), small_files_table(scale)
     out: list[list[str]] = []
     verdicts: list[str] = []
@@ -70,6 +71,8 @@ def run(scale: str) -> str:
              _stream(small, WATERMARK, Path(tmp))),
         ]
         for what, plain, ordered in cases:
+            if only is not None and only not in what:
+                continue
             results = interleaved({"without": plain, "watermarkColumn=ts": ordered}, reps)
             rows = results["without"][0][1]
             assert all(r == rows for runs in results.values() for _, r in runs), \
@@ -92,4 +95,7 @@ def run(scale: str) -> str:
 if __name__ == "__main__":
     import sys
 
-    print(run(sys.argv[1] if len(sys.argv) > 1 else "quick"))
+    # python -m benchmarks.bench_event_time [quick|full] [case substring] [reps]
+    args = sys.argv[1:]
+    print(run(args[0] if args else "quick", args[1] if len(args) > 1 else None,
+              int(args[2]) if len(args) > 2 else None))
