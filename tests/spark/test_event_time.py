@@ -13,14 +13,9 @@ import pytest
 from icefloe.splits import deserialize_split
 from tests.helpers.event_time import HOURS, event_table, event_time_order
 from tests.helpers.tables import make_catalog
+from tests.spark.test_streaming import catalog_opts
 
 pytestmark = pytest.mark.spark
-
-
-def catalog_opts(catalog) -> dict[str, str]:
-    props = catalog.properties
-    return {"catalog": "test", "catalog.type": "sql", "catalog.uri": props["uri"],
-            "catalog.warehouse": props["warehouse"]}
 
 
 def windowed_counts(spark, catalog, ckpt: Path, **extra: str) -> tuple[dict[str, int], int]:
