@@ -44,6 +44,16 @@ def windowed_counts(spark, catalog, ckpt: Path, **extra: str) -> tuple[dict[str,
     return counts, batches
 
 
+@pytest.fixture
+def few_shuffle_partitions(spark):  # type: ignore[no-untyped-def]
+    """Two shuffle partitions (Spark's 200 mean 200 state stores per micro-batch)."""
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "2")
+    yield
+    spark.conf.set("spark.sql.shuffle.partitions", before)
+
+
+@pytest.mark.usefixtures("few_shuffle_partitions")
 def test_window_counts_equal_the_batch_query_only_in_event_time_order(spark,
                                                                       tmp_path) -> None:
     from pyspark.sql import functions as F
