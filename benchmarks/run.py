@@ -23,7 +23,7 @@ from benchmarks.common import ROOT, machine, md_table
 RESULTS = ROOT / "RESULTS.md"
 ORDER = ["backfill", "planning", "discovery", "continuous", "checkpoint", "sweep",
          "spark_backfill", "spark_java", "stream_java", "ray_backfill", "objectstore",
-         "changelog", "startup", "history", "matrix"]
+         "changelog", "startup", "history", "matrix", "event_time"]
 TITLES = {
     "backfill": "Backfill throughput", "planning": "Planning at scale",
     "discovery": "Incremental discovery", "continuous": "Continuous latency",
@@ -33,6 +33,7 @@ TITLES = {
     "objectstore": "Object storage",
     "changelog": "Changelog", "startup": "Start-up",
     "history": "Long runs: cost against history", "matrix": "Defaults matrix",
+    "event_time": "Event time",
 }
 PLACEHOLDER = "_Placeholder: results merged by the lead._"
 

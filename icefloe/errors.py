@@ -18,7 +18,8 @@ The hierarchy::
     │   └── TableReplacedError                   table uuid / Nessie content id changed
     ├── SplitError                               a split cannot be decoded or read
     │   ├── SplitFormatError                     bytes of an unknown / future / corrupt version
-    │   └── DataFileError                        a data or delete file is missing or unreadable
+    │   ├── DataFileError                        a data or delete file is missing or unreadable
+    │   └── MissingStatsError                    a data file has no bound for watermarkColumn
     ├── CheckpointError                          no usable checkpoint
     │   ├── CheckpointCorruptError               checksum / decode failure
     │   ├── CheckpointVersionError               written by a newer icefloe
@@ -46,6 +47,7 @@ __all__ = [
     "InvalidOptionError",
     "LineageBreakError",
     "LineageError",
+    "MissingStatsError",
     "OutputError",
     "RefNotFoundError",
     "SchemaChangedError",
@@ -161,6 +163,21 @@ class SplitFormatError(SplitError):
 
 class DataFileError(SplitError):
     """A data or delete file named by a split is missing or unreadable."""
+
+
+class MissingStatsError(SplitError):
+    """A data file has no lower bound for ``watermarkColumn`` in its statistics (metrics
+    mode ``none`` / ``counts``), so it cannot be placed in event-time order.
+
+    Attributes:
+        file_path: the data file.
+        column: the watermark column.
+    """
+
+    def __init__(self, message: str, file_path: str = "", column: str = "") -> None:
+        super().__init__(message)
+        self.file_path = file_path
+        self.column = column
 
 
 class CheckpointError(IcefloeError):

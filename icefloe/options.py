@@ -40,6 +40,10 @@ METADATA_COLUMNS = ("_snapshot_id", "_sequence_number", "_file", "_pos", "_row_i
                     "_last_updated_sequence_number")
 LINEAGE_STRATEGIES = ("fail", "restartFromStart", "restartFromHead")
 SCHEMA_CHANGE_MODES = ("fail", "evolve", "keep")
+WATERMARK_MISSING_STATS = ("fail", "first", "last")
+# java.util.concurrent.TimeUnit names, as Iceberg Flink's watermarkTimeUnit takes them
+TIME_UNITS = ("NANOSECONDS", "MICROSECONDS", "MILLISECONDS", "SECONDS", "MINUTES", "HOURS",
+              "DAYS")
 
 # canonical name -> (aliases, modes it belongs to)
 _BOTH: tuple[Mode, ...] = ("bounded", "continuous")
@@ -87,6 +91,9 @@ OPTION_TABLE: dict[str, tuple[tuple[str, ...], tuple[Mode, ...]]] = {
     "identifierColumns": ((), _BOTH),
     "computeUpdates": ((), _BOTH),
     "netChanges": ((), _BOUNDED),
+    "watermarkColumn": (("watermark-column",), _BOTH),
+    "watermarkTimeUnit": (("watermark-time-unit",), _BOTH),
+    "watermarkMissingStats": ((), _BOTH),
 }
 # `start-snapshot-id` means startSnapshotId (exclusive) in a bounded read, as Iceberg
 # Spark's incremental read, and startingVersion (inclusive) in a stream, as Iceberg Flink's
@@ -148,8 +155,20 @@ ALIAS_ORIGINS: dict[str, tuple[str, str]] = {
     "readChangeFeed": ("Delta", "changelog: every snapshot's changes as rows with "
                        "_change_type (Delta's own columns are _change_type, _commit_version "
                        "and _commit_timestamp)"),
+    "watermark-column": ("Iceberg Flink", "watermarkColumn: splits in order of the "
+                         "column's lower bound, a watermark from those bounds"),
+    "watermark-time-unit": ("Iceberg Flink", "watermarkTimeUnit: the unit of a long "
+                            "watermarkColumn"),
 }
 """Where each alias comes from and what it means there (and so here): the README's table."""
+
+NOT_ALIASES: dict[str, str] = {
+    "withEventTimeOrder": "is Delta's switch that takes its event-time column from the "
+    "query's withWatermark, which a data source cannot see (and orders the initial "
+    "snapshot only); name the column instead: watermarkColumn=<the withWatermark column>",
+}
+"""Options of the anchors icefloe knows but does not take, with the reason and the fix (an
+alias must mean what it means at home)."""
 
 
 def _canonical_of(spelling: str) -> str:
@@ -268,6 +287,20 @@ class SourceOptions:
     net_changes: bool = False
     """Collapse a bounded range's changes to their net effect (a row inserted and deleted
     inside the range gives nothing)."""
+    watermark_column: str | None = None
+    """Event time (Iceberg Flink's ``watermarkColumn``): a timestamp, timestamptz (also
+    ``_ns``) or long column; splits are handed out in order of its lower bound in the data
+    files' statistics and stream items carry a watermark
+    (:mod:`icefloe.enumerator.event_time`). Checked against the schema before any manifest
+    is read."""
+    watermark_time_unit: str = "MICROSECONDS"
+    """The unit of a long ``watermarkColumn`` (a ``java.util.concurrent.TimeUnit`` name, as
+    Iceberg Flink's ``watermarkTimeUnit``; default microseconds, Flink's default too)."""
+    watermark_missing_stats: Literal["fail", "first", "last"] = "fail"
+    """A data file without a lower bound for ``watermarkColumn`` (metrics mode ``none`` or
+    ``counts``, Iceberg's default past 100 columns): ``fail`` with
+    :class:`~icefloe.errors.MissingStatsError` naming the file and the column, or read such
+    files ``first`` / ``last`` (they do not hold the watermark back)."""
     io_concurrency: int | None = None
     """Whole small files fetched ahead per reader thread from an object store (``None``:
     ``auto``, see :mod:`icefloe.reader.prefetch`; ``0``: off)."""
@@ -316,6 +349,9 @@ class SourceOptions:
             else:
                 canonical = ALIASES.get(spelling, spelling)
             if canonical not in OPTION_TABLE:
+                home = {n.lower(): n for n in NOT_ALIASES}.get(key.lower())
+                if home is not None:
+                    raise InvalidOptionError(key, NOT_ALIASES[home])
                 raise InvalidOptionError(key, _suggest(key))
             if canonical in given:
                 raise InvalidOptionError(
@@ -390,6 +426,22 @@ class SourceOptions:
                 out["ref"] = text
             elif name == "catalog":
                 out["catalog_name"] = str(value)
+            elif name == "watermarkColumn":
+                text = str(value).strip()
+                if not text:
+                    raise InvalidOptionError(name, "is empty; give a timestamp or long column")
+                out["watermark_column"] = text
+            elif name == "watermarkTimeUnit":
+                unit = str(value).strip().upper()
+                if unit not in TIME_UNITS:
+                    raise InvalidOptionError(
+                        name, f"{value!r} is not one of {', '.join(TIME_UNITS)}")
+                out["watermark_time_unit"] = unit
+            elif name == "watermarkMissingStats":
+                if str(value) not in WATERMARK_MISSING_STATS:
+                    raise InvalidOptionError(name, f"{value!r} is not one of "
+                                             f"{', '.join(WATERMARK_MISSING_STATS)}")
+                out["watermark_missing_stats"] = str(value)
             elif name == "ioConcurrency":
                 out["io_concurrency"] = parse_io_concurrency(name, value)
         return out
@@ -420,6 +472,14 @@ class SourceOptions:
                     "overwrites, the other skips them); choose one",
                 )
         self._check_changelog()
+        for name in ("watermarkTimeUnit", "watermarkMissingStats"):
+            if name in self.given and self.watermark_column is None:
+                raise InvalidOptionError(name, "applies only with watermarkColumn; set "
+                                         "watermarkColumn=<a timestamp or long column> or "
+                                         "remove it")
+        if self.watermark_column is not None and self.changelog:
+            raise InvalidOptionError("watermarkColumn", "cannot be combined with changelog "
+                                     "(change splits are ordered by commit); remove one")
         if (self.start_snapshot_id is not None and self.end_snapshot_id is not None
                 and self.start_snapshot_id == self.end_snapshot_id):
             raise InvalidOptionError(

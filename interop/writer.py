@@ -65,6 +65,9 @@ SCHEMA_CHANGES: dict[str, tuple[str, ...]] = {
 }
 """The ``schema_changes`` step: table ``sc_<kind>`` gets these ``ALTER TABLE`` statements
 between its two appends (issue 19: schema changes while a stream runs)."""
+EVENT_TIME_HOURS = (3, 0, 5, 1, 4, 2)
+"""The ``event_time`` step: one append (one file) per hour, out of event-time order."""
+EVENT_TIME_BASE = 1_767_225_600  # 2026-01-01T00:00:00Z, epoch seconds
 
 
 class Writer:
@@ -377,6 +380,18 @@ class Writer:
         return (f"SELECT {', '.join(value(f) for f in fields)} "
                 f"FROM range({lo}, {hi}, 1, 2)")
 
+    def event_time(self) -> None:
+        """``event_time``: files appended out of event-time order (issue 28), twelve events
+        every five minutes of one hour per append. Read by tests/interop/test_event_time.py
+        only (no oracle cases: the oracle is the files' bounds as PyIceberg reads them)."""
+        t = self.t("event_time")
+        self.sql(f"CREATE TABLE {t} (id bigint, ts timestamp) USING iceberg "
+                 "TBLPROPERTIES ('format-version'='2')")
+        for hour in EVENT_TIME_HOURS:
+            self.sql(f"INSERT INTO {t} SELECT {hour} * 1000 + id AS id, "
+                     f"timestamp_seconds({EVENT_TIME_BASE} + {hour} * 3600 + id * 300) AS ts "
+                     "FROM range(0, 12, 1, 1)")
+
     # -- the oracle -----------------------------------------------------------------------
 
     def oracle(self) -> list[dict[str, Any]]:
@@ -527,7 +542,8 @@ def main() -> int:
     writer = Writer(home)
     only = [s for s in os.environ.get("INTEROP_ONLY", "").split(",") if s]  # debugging aid
     for step in only or ("appends", "mor", "cow", "v3dv", "upgraded", "compact", "evolve", "refs",
-                 "history", "types", "nested_nulls", "parts", "formats", "v1", "schema_changes"):
+                 "history", "types", "nested_nulls", "parts", "formats", "v1", "schema_changes",
+                 "event_time"):
         t0 = time.monotonic()
         try:
             getattr(writer, step)()

@@ -49,6 +49,7 @@ from icefloe.coordinator.lag import Lag, measure_lag
 from icefloe.coordinator.loop import EnumerationLoop
 from icefloe.coordinator.metrics import StreamMetrics
 from icefloe.coordinator.recorder import MetricsRecorder
+from icefloe.coordinator.watermark import WatermarkTracker
 from icefloe.enumerator.continuous import ContinuousEnumerator, SchemaSwitch
 from icefloe.enumerator.schema_track import SchemaChange, StreamSchema, follow_columns
 from icefloe.errors import UnknownSplitError
@@ -112,6 +113,8 @@ class Coordinator:
         self._base_schema: StreamSchema | None = None
         self._switches: list[tuple[Position, StreamSchema]] = []  # in position order
         self._start_key: int | None = None  # the start schema's context key (kept)
+        self.watermarks = WatermarkTracker()
+        """Event time (``watermarkColumn``): the stream's watermark across its readers."""
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -130,6 +133,7 @@ class Coordinator:
             self.session.mark_dirty()
         with self._lock:
             self._tracker = start.tracker()
+            self.watermarks = WatermarkTracker(start.watermark_ms)
         self.write_checkpoint()  # a new start is durable at once (restore marked it dirty)
         context = ReadContext.create(handle.metadata, handle.io, self.enumerator.read_schema(),
                                      opts)
@@ -195,6 +199,7 @@ class Coordinator:
                 self._changes = {schema_reset.key: schema_reset.change}
                 self._base_schema = schema_reset.schema
                 self._switches = []
+            self.watermarks.reset()
             self.session.mark_dirty()
         self.write_checkpoint()
         return True
@@ -284,6 +289,8 @@ class Coordinator:
                 log.debug("ignoring ack of committed split %s", split_id)
             if self.assigner.acked(split_id, consumed):
                 self.recorder.split_finished()
+            if consumed is None:
+                self.watermarks.acked(split_id)
             self.session.mark_dirty()
         crash_point("after_ack")
         if self.session.due(self.checkpoint_interval_s):
@@ -319,7 +326,8 @@ class Coordinator:
                     written = self.session.write(
                         self._tracker, self.enumerator.identity, hashes,
                         functools.partial(crash_point, "during_checkpoint_write"),
-                        None if schema is None else (schema.schema_id, schema.since))
+                        None if schema is None else (schema.schema_id, schema.since),
+                        self.watermarks.current())
                 except Exception as exc:
                     if not any(exc is seen for seen in counted):  # a local store's error
                         self.recorder.failed("checkpoint", exc, False)
@@ -331,6 +339,12 @@ class Coordinator:
     def committed(self) -> Position:
         """The committed (acknowledged, exclusive) position."""
         return self.tracker.committed()
+
+    def watermark(self) -> int | None:
+        """The event-time watermark (``watermarkColumn``), milliseconds since the epoch:
+        never decreasing, also across restarts (:mod:`icefloe.coordinator.watermark`);
+        None without the option or before anything is known."""
+        return self.watermarks.current()
 
     def lag(self) -> Lag:
         """How far the committed position is behind the branch head (the last good

@@ -41,6 +41,14 @@ class StreamItem:
             changed (:class:`~icefloe.enumerator.schema_track.SchemaChange`: ``added``,
             ``renamed``, ... and ``snapshot_id``); None on every other item. In a Ray
             reader actor's sink it is set on that reader's first item of the schema.
+        watermark: event time (``watermarkColumn``): the stream's watermark when the item
+            was delivered, milliseconds since the epoch: the smallest lower bound of the
+            column among the splits not yet acknowledged (this item's split is one of
+            them, so its rows are not older than its file's bound, which is at least
+            this). Never decreasing from item to item, also across a restart from a
+            checkpoint; the same across Ray's reader actors (one coordinator computes
+            it). None without the option. In a Ray reader actor's sink: the watermark
+            when its split was handed out.
     """
 
     batch: pa.RecordBatch
@@ -53,6 +61,7 @@ class StreamItem:
     schema_change: SchemaChange | None = None
     _acker: Callable[[StreamItem, bool], None] | None = field(
         default=None, repr=False, compare=False)
+    watermark: int | None = None
 
     @property
     def split_id(self) -> str:

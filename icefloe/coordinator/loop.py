@@ -121,6 +121,7 @@ class EnumerationLoop:
                 handed = coord.tracker.register(item, *self._unit_hint(item))
                 if handed is None:  # acknowledged before the restart
                     continue
+                coord.watermarks.register(handed)
                 if not coord.assigner.offer(handed, stop):
                     return
             self.position = result.to_position

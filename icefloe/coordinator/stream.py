@@ -16,7 +16,10 @@ from and where acks go; this class holds everything a consumer sees:
 - :attr:`lag`, :attr:`stats`, :meth:`committed`, :meth:`describe`, :meth:`metrics`
   (:class:`~icefloe.coordinator.metrics.StreamMetrics`) and, with ``metrics_port``, the
   Prometheus endpoint of :mod:`icefloe.metrics.prometheus` (``/metrics``, ``/healthz``)
-  from :meth:`StreamBase.start` to :meth:`StreamBase.stop`.
+  from :meth:`StreamBase.start` to :meth:`StreamBase.stop`;
+- event time (``watermarkColumn``): :attr:`StreamBase.watermark` and every item's
+  ``watermark``, never decreasing (the engine's :meth:`StreamBase._watermark`, kept
+  monotonic here too).
 
 - schemas: every item carries its ``schema_id``; the first item of a new schema
   (``onSchemaChange=evolve``) carries the change (``item.schema_change``) and
@@ -88,6 +91,7 @@ class StreamBase:
         self.schema_id: int | None = None
         """The schema of the last item delivered (before any: the start schema)."""
         self._schema_tag: int | None = None  # its tag (SCHEMA_EPOCH)
+        self._last_watermark: int | None = None
 
     # -- what an engine supplies -----------------------------------------------------
 
@@ -114,6 +118,31 @@ class StreamBase:
     def committed(self) -> Position:
         """The committed (acknowledged, exclusive) position."""
         raise NotImplementedError
+
+    _watermark_per_item = True
+    """Ask :meth:`_watermark` for every item (False: for the first item of each split,
+    where asking costs a remote call: Ray)."""
+
+    def _watermark(self) -> int | None:
+        """The engine's event-time watermark now (None: no ``watermarkColumn``)."""
+        return None
+
+    def _observe_watermark(self, value: int | None) -> int | None:
+        last = self._last_watermark
+        if value is not None and (last is None or value > last):
+            self._last_watermark = last = value
+        return last
+
+    @property
+    def watermark(self) -> int | None:
+        """The stream's event-time watermark (``watermarkColumn``), milliseconds since the
+        epoch: the smallest lower bound of the column among the splits not yet
+        acknowledged, never decreasing (also across a restart from a checkpoint); None
+        without the option or before anything is known. After :meth:`stop`, the last one
+        seen."""
+        if not self._started or self._closed:
+            return self._last_watermark
+        return self._observe_watermark(self._watermark())
 
     @property
     def lag(self) -> Lag:
@@ -230,9 +259,11 @@ class StreamBase:
                     change = self._schema_change(tag)
                     self._schema_tag = tag
                     self.schema_id = table_schema_id(tag)
+                watermark = self._observe_watermark(self._watermark()) \
+                    if self._watermark_per_item or index == 1 else self._last_watermark
                 item = StreamItem(batch, split, consumed, last, reader_id, index,
                                   None if tag is None else table_schema_id(tag), change,
-                                  self._ack_item)
+                                  self._ack_item, watermark)
                 with self._consumer:
                     self._holding = me
                 yield item

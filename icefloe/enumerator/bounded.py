@@ -20,6 +20,7 @@ from pyiceberg.table.snapshots import Snapshot
 
 from icefloe.catalog.handle import TableHandle
 from icefloe.enumerator.changelog import ChangelogPlanner
+from icefloe.enumerator.event_time import EventTimeColumn, merge_units, resolve_event_time
 from icefloe.enumerator.lineage import snapshot_current_at, snapshots_between
 from icefloe.enumerator.planner import SplitPlanner, TableSplitPlanner
 from icefloe.enumerator.policy import Action, decide
@@ -42,6 +43,8 @@ class BoundedPlan:
         start_snapshot_id_exclusive: the range's start for incremental reads, else None.
         context: the read context to ship to readers.
         planner: plans the splits (iterate :meth:`splits`, lazily).
+        event_time: ``watermarkColumn`` resolved (None: file order): the splits come in
+            event-time order, a range's snapshots merged into one order.
     """
 
     snapshot: Snapshot | None
@@ -51,6 +54,7 @@ class BoundedPlan:
     planner: SplitPlanner | None
     options: SourceOptions
     handle: TableHandle
+    event_time: EventTimeColumn | None = None
 
     def splits(self) -> Iterator[FileSplit]:
         """The plan's splits in deterministic order (lazily; safe to call again)."""
@@ -63,12 +67,20 @@ class BoundedPlan:
             self.handle.metadata, self.snapshot, self.start_snapshot_id_exclusive,
             what=f"table {self.handle.identifier}",
         )
-        for snapshot in chain:
-            if decide(snapshot, self.options) is Action.EMIT:
-                yield from self.planner.plan_added(snapshot)
-            else:
-                log.info("skipping snapshot %d (%s) by policy", snapshot.snapshot_id,
-                         snapshot.summary.operation if snapshot.summary else "?")
+        emitted = (s for s in chain if self._emits(s))
+        if self.event_time is not None:
+            yield from merge_units([self.planner.plan_added(s) for s in emitted],
+                                   self.event_time)
+            return
+        for snapshot in emitted:
+            yield from self.planner.plan_added(snapshot)
+
+    def _emits(self, snapshot: Snapshot) -> bool:
+        if decide(snapshot, self.options) is Action.EMIT:
+            return True
+        log.info("skipping snapshot %d (%s) by policy", snapshot.snapshot_id,
+                 snapshot.summary.operation if snapshot.summary else "?")
+        return False
 
 
 def _schema_of(handle: TableHandle, snapshot: Snapshot | None, time_travel: bool) -> Schema:
@@ -87,7 +99,8 @@ def plan_bounded(handle: TableHandle, options: SourceOptions) -> BoundedPlan:
         SnapshotNotFoundError: a snapshot id / timestamp that does not resolve.
         RefNotFoundError: an unknown branch or tag.
         LineageBreakError: startSnapshotId is not an ancestor of the range end.
-        InvalidOptionError: columns / filter that do not resolve against the schema.
+        InvalidOptionError: columns / filter / watermarkColumn that do not resolve against
+            the schema (before any manifest is read).
     """
     what = f"table {handle.identifier}"
     time_travel = False
@@ -126,9 +139,10 @@ def plan_bounded(handle: TableHandle, options: SourceOptions) -> BoundedPlan:
         time_travel = handle.ref_type(options.ref) == "tag"
     schema = _schema_of(handle, snapshot, time_travel)
     context = ReadContext.create(handle.metadata, handle.io, schema, options)
+    event_time = resolve_event_time(schema, options)
     table_planner = TableSplitPlanner(
         handle.metadata, handle.io, schema, options.filter, options.case_sensitive,
-        options.split_size,
+        options.split_size, event_time=event_time,
     )
     planner: SplitPlanner
     if options.changelog:
@@ -143,4 +157,5 @@ def plan_bounded(handle: TableHandle, options: SourceOptions) -> BoundedPlan:
     log.info("bounded plan of %s: snapshot %s%s", handle.identifier,
              snapshot.snapshot_id if snapshot else None,
              f", after snapshot (exclusive) {start}" if incremental else "")
-    return BoundedPlan(snapshot, start, incremental, context, planner, options, handle)
+    return BoundedPlan(snapshot, start, incremental, context, planner, options, handle,
+                       event_time)

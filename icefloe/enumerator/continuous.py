@@ -30,6 +30,7 @@ from pyiceberg.table.snapshots import Snapshot
 
 from icefloe.catalog.handle import TableHandle
 from icefloe.enumerator.discovery import ChangeFetcher
+from icefloe.enumerator.event_time import EventTimeColumn, resolve_event_time
 from icefloe.enumerator.lineage import ancestors, snapshots_between
 from icefloe.enumerator.planner import SplitPlanner, TableSplitPlanner
 from icefloe.enumerator.policy import Action, decide, operation_of
@@ -188,6 +189,10 @@ class ContinuousEnumerator:
             :meth:`start_schema`, else fresh at the first call).
         base_schema_id: the schema the stream's readers were started with; splits read in
             another schema carry its id (``FileSplit.schema_id``).
+        event_time: ``watermarkColumn`` resolved in the start schema (set by
+            :meth:`start_schema`; None without the option): every unit is planned in
+            event-time order, its ordinals event-time ranks
+            (:mod:`icefloe.enumerator.event_time`).
     """
 
     def __init__(self, handle: TableHandle, options: SourceOptions,
@@ -211,6 +216,7 @@ class ContinuousEnumerator:
         self._epoch = 0  # tables followed after the first (SCHEMA_EPOCH)
         self._left: Schema | None = None  # the schema read when the table was replaced
         self._replaced = False  # a reset onto a re-created table waits for its schema
+        self.event_time: EventTimeColumn | None = None
 
     # -- the stream schema ---------------------------------------------------------
 
@@ -221,10 +227,14 @@ class ContinuousEnumerator:
 
         Raises:
             SchemaChangedError: ``fail`` restarted across a rename / drop not allowed.
+            InvalidOptionError: a ``watermarkColumn`` that is not a timestamp or long
+                column of that schema (no manifest was read yet).
         """
         self.schema = self.schema_policy.start(self.handle.metadata, self.head(), restored)
         self.base_schema_id = self.schema.schema_id
+        self.event_time = resolve_event_time(self.read_schema(), self.options)
         self._cursor = None
+        self._planner = self._fixed_planner
         return self.schema
 
     def read_schema(self) -> Schema:
@@ -294,7 +304,8 @@ class ContinuousEnumerator:
                       else None) or metadata.schema()
             planner = TableSplitPlanner(
                 self.handle.metadata, self.handle.io, schema, self.options.filter,
-                self.options.case_sensitive, self.options.split_size, self._fetcher_for_io())
+                self.options.case_sensitive, self.options.split_size, self._fetcher_for_io(),
+                self.event_time)
             if self.options.changelog:
                 from icefloe.enumerator.changelog import ChangelogPlanner
 

@@ -4,13 +4,15 @@ Runs on the enumerator (driver). Determinism: for the same table metadata, the
 same snapshot and the same options, the planner yields the same splits with the
 same ids in the same order in any process: manifest-list order, then entry order,
 then byte-range order. Splits are yielded lazily, so a million-file snapshot is
-never held in memory at once.
+never held in memory at once; with ``watermarkColumn`` a unit is planned whole and yielded
+in event-time order instead (:mod:`icefloe.enumerator.event_time`).
 """
 
 from __future__ import annotations
 
+import collections
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
 from pyiceberg.io import FileIO
@@ -29,6 +31,8 @@ from icefloe.enumerator.discovery import (
     read_own_entries,
     snapshot_manifests,
 )
+from icefloe.enumerator.event_time import EventTimeColumn, order_unit
+from icefloe.enumerator.manifest_decoder import FileStats, KeepFile, LiveDataFile
 from icefloe.splits.sizing import byte_ranges
 from icefloe.splits.split import FileSplit, new_split, split_id_maker
 
@@ -60,11 +64,16 @@ class TableSplitPlanner:
         fetcher: what fetches the files :meth:`plan_added` reads, ahead of it (the
             continuous enumerator's, which it tells the coming snapshots); None: one
             that reads them when asked.
+        event_time: ``watermarkColumn`` resolved: each unit (a snapshot's scan, its
+            added files) is planned whole and yielded in event-time order, ordinals
+            renumbered (:mod:`icefloe.enumerator.event_time`); None: file order, lazily.
     """
 
     def __init__(self, metadata: TableMetadata, io: FileIO, schema: Schema,
                  filter_text: str | None, case_sensitive: bool, split_size: int,
-                 fetcher: ChangeFetcher | None = None) -> None:
+                 fetcher: ChangeFetcher | None = None,
+                 event_time: EventTimeColumn | None = None) -> None:
+        self.event_time = event_time
         self.metadata = metadata
         self.io = io
         self.split_size = split_size
@@ -144,8 +153,51 @@ class TableSplitPlanner:
             if m.content == ManifestContent.DATA
             and self.filters.manifest_ok(m.partition_spec_id)(m)
         ]
+        if self.event_time is not None:
+            yield from order_unit(
+                self._bounded_files(snapshot.snapshot_id, data,
+                                    deletes if deletes.count else None, added_only=False),
+                self.event_time, start_ordinal)
+            return
         yield from self._plan_decoded(snapshot.snapshot_id, data, start_ordinal,
                                       deletes if deletes.count else None)
+
+    def _bounded_files(self, snapshot_id: int, data: list[ManifestFile],
+                       deletes: DeleteIndex | None, added_only: bool,
+                       contents: Iterable[bytes | Exception] | None = None,
+                       ) -> Iterator[tuple[list[FileSplit], int | None]]:
+        """Each live (``added_only``: added) file of ``data`` that the filter keeps, as its
+        splits (file-order ordinals) with the watermark column's lower bound. The stats
+        are decoded for the bound (the filtered-scan decoder) and the filter, if any,
+        still decides; the bound of each kept file is noted as the decoder offers it,
+        in the order the files come out."""
+        column = self.event_time
+        assert column is not None
+        filter_for = None if self.filters.always_true else self.filters.stats_ok
+        noted: collections.deque[int | None] = collections.deque()
+
+        def keep_for(spec_id: int) -> KeepFile:
+            base = filter_for(spec_id) if filter_for is not None else None
+
+            def keep(stats: FileStats) -> bool:
+                if base is not None and not base(stats):
+                    return False
+                noted.append(column.bound(stats.lower_bounds))
+                return True
+            return keep
+
+        ordinal = 0
+        for manifest, files in live_data_files_of(self.io, data, snapshot_id, keep_for,
+                                                  added_only=added_only, contents=contents):
+            spec_id = manifest.partition_spec_id
+            live: LiveDataFile
+            for live in files:
+                path, fmt, partition, records, size, offsets, seq = live
+                splits = self.file_splits(path, fmt, partition, records, size, offsets,
+                                          spec_id, seq or INITIAL_SEQUENCE_NUMBER,
+                                          snapshot_id, ordinal, deletes)
+                ordinal += len(splits)
+                yield splits, noted.popleft()
 
     def _plan_decoded(self, snapshot_id: int, data: list[ManifestFile], start_ordinal: int,
                       deletes: DeleteIndex | None) -> Iterator[FileSplit]:
@@ -202,6 +254,11 @@ class TableSplitPlanner:
         own, contents = self.fetcher.take(snapshot)
         deletes = self.added_deletes(own, snapshot_id)
         data = [m for m in own if m.content == ManifestContent.DATA]
+        if self.event_time is not None:
+            yield from order_unit(
+                self._bounded_files(snapshot_id, data, deletes, added_only=True,
+                                    contents=contents), self.event_time)
+            return
         keep_for = None if self.filters.always_true else self.filters.stats_ok
         ordinal = 0
         for manifest, files in live_data_files_of(self.io, data, snapshot_id, keep_for,

@@ -118,6 +118,9 @@ class LocalStream(StreamBase):
         """The committed (acknowledged, exclusive) position."""
         return self.coordinator.committed()
 
+    def _watermark(self) -> int | None:
+        return self.coordinator.watermark()
+
     @property
     def lag(self) -> Lag:
         """How far the committed position is behind the branch head (snapshots, records,

@@ -96,6 +96,10 @@ class EnumeratorActor:
         """The sink has the split's first ``consumed`` source records (None: all of it)."""
         self.coordinator.ack(split_id, consumed)
 
+    def watermark(self) -> int | None:
+        """The stream's event-time watermark across every reader (``watermarkColumn``)."""
+        return self.coordinator.watermark()
+
     def reader_failed(self, reader_id: str) -> int:
         """Hand ``reader_id``'s unacknowledged splits out again first; returns how many."""
         return self.coordinator.reader_failed(reader_id)
@@ -147,6 +151,7 @@ class ReaderActor:
         self.sink = sink
         self.base_schema_id = base_schema_id
         self._schema_id = base_schema_id  # of the last item given to the sink
+        self._watermark: int | None = None  # the stream's, when the split was handed out
         self._outbox: queue.Queue[tuple[pa.RecordBatch, FileSplit, int, bool]] = \
             queue.Queue(maxsize=outbox_batches)
         self._stop = threading.Event()
@@ -181,7 +186,8 @@ class ReaderActor:
             change = ray.get(self.enumerator.schema_change.remote(schema_id))
             self._schema_id = schema_id
         ray_item = StreamItem(batch, split, consumed, last, self.reader_id,
-                              schema_id=schema_id, schema_change=change)
+                              schema_id=schema_id, schema_change=change,
+                              watermark=self._watermark)
         write = getattr(self.sink, "write", None)
         write(ray_item) if write is not None else self.sink(ray_item)
         ack = self.enumerator.ack.remote(split.split_id, None if last else consumed)
@@ -205,6 +211,10 @@ class ReaderActor:
                     self._busy = False
                     self._stop.wait(0.05)
                     continue
+                if self.sink is not None and split.watermark_ms is not None:
+                    now = ray.get(self.enumerator.watermark.remote())
+                    if now is not None and (self._watermark is None or now > self._watermark):
+                        self._watermark = now
                 for item in read_run(reader, [split], NO_RETRY, self._stop, self.busy_time):
                     if not isinstance(item, SplitBatch):
                         continue  # a retry's flush (never: no retries here)

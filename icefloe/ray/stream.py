@@ -190,6 +190,11 @@ class RayStream(StreamBase):
         """The committed (acknowledged, exclusive) position."""
         return self.status()["committed"]
 
+    _watermark_per_item = False  # a remote call: once per split's first item
+
+    def _watermark(self) -> int | None:
+        return ray.get(self.enumerator.watermark.remote())
+
     @property
     def lag(self) -> Lag:
         """How far the committed position is behind the branch head, measured now (the

@@ -54,13 +54,18 @@ log = logging.getLogger(__name__)
 
 OFFSET_VERSION = 2
 """1: position and table identity; 2 adds ``schema``, the query's schema id."""
+ORDERED_OFFSET_VERSION = 3
+"""3: version 2 plus ``order``, written only with ``watermarkColumn`` (the ordinals are
+event-time ranks, :mod:`icefloe.enumerator.event_time`): an offset without it was cut in
+file order, and an icefloe that predates it refuses it instead of misreading it."""
 
 
-def position_to_offset(position: Any, identity: str, schema_id: int) -> dict[str, Any]:
+def position_to_offset(position: Any, identity: str, schema_id: int,
+                       order: str | None = None) -> dict[str, Any]:
     """The canonical offset dict of ``position`` read in ``schema_id`` (fixed key order,
-    no floats, no nulls)."""
-    return {
-        "v": OFFSET_VERSION,
+    no floats, no nulls); ``order`` (:func:`offset_order`) makes it a version-3 offset."""
+    offset = {
+        "v": OFFSET_VERSION if order is None else ORDERED_OFFSET_VERSION,
         "table": identity,
         "phase": position.phase,
         "snapshot": "" if position.snapshot_id is None else str(position.snapshot_id),
@@ -68,6 +73,36 @@ def position_to_offset(position: Any, identity: str, schema_id: int) -> dict[str
         "ordinal": -1 if position.next_ordinal is None else int(position.next_ordinal),
         "schema": int(schema_id),
     }
+    if order is not None:
+        offset["order"] = order
+    return offset
+
+
+def offset_order(options: Any) -> str | None:
+    """The ordering an offset records: ``"<watermarkColumn>/<watermarkMissingStats>"``, or
+    None for file order (no ``watermarkColumn``)."""
+    if options.watermark_column is None:
+        return None
+    return f"{options.watermark_column}/{options.watermark_missing_stats}"
+
+
+def check_offset_order(offset: dict[str, Any], order: str | None) -> None:
+    """Refuse an offset that stands inside a unit cut in another order than the query's
+    (a restart with ``watermarkColumn`` switched): its ordinal would name other splits.
+    At a unit boundary (ordinal -1) or a unit's start (ordinal 0) any order goes on.
+
+    Raises:
+        InvalidOptionError: naming watermarkColumn, the two orders and the fix.
+    """
+    if offset.get("ordinal", -1) <= 0 or offset.get("order") == order:
+        return
+    def said(o: Any) -> str:
+        return "file order" if o is None else f"event-time order {o!r}"
+    raise InvalidOptionError(
+        "watermarkColumn", f"the query's checkpoint stands inside snapshot "
+        f"{offset.get('snapshot')} in {said(offset.get('order'))}, and this run plans "
+        f"{said(order)}: the offsets' ordinals would name other splits. Restore the option "
+        "as it was until the query passes that snapshot, or start a new checkpoint")
 
 
 def offset_schema_id(offset: dict[str, Any]) -> int | None:
@@ -81,10 +116,11 @@ def offset_to_position(offset: dict[str, Any]) -> Any:
     from icefloe.state.position import Position
 
     version = offset.get("v")
-    if version not in (1, OFFSET_VERSION):
+    if version not in (1, OFFSET_VERSION, ORDERED_OFFSET_VERSION):
         raise InvalidOptionError(
             "offset", f"offset version {version!r} is not readable by this icefloe (reads "
-            f"1 to {OFFSET_VERSION}); was the query's checkpoint written by a newer icefloe?")
+            f"1 to {ORDERED_OFFSET_VERSION}); was the query's checkpoint written by a newer "
+            "icefloe?")
     snapshot = offset["snapshot"]
     return Position(
         offset["phase"], int(snapshot) if snapshot else None, int(offset["seq"]),
@@ -202,6 +238,7 @@ class IcefloeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from icefloe.enumerator.continuous import Limits
 
         driver = self._state()
+        check_offset_order(start, driver.order)
         driver.enumerator.refresh()
         driver.enumerator.identity = start["table"]
         self._check_restart_schema(start)
@@ -257,6 +294,8 @@ class IcefloeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if start == end:
             return []
         driver = self._state()
+        check_offset_order(start, driver.order)
+        check_offset_order(end, driver.order)
         if self._moving_start() and start == self.initialOffset():
             start = self._first_batch_start(end)
             if start == end:
@@ -325,13 +364,14 @@ class _DriverState:
         self.context_bytes = pickle.dumps(context)
         self.arrow_schema = context.arrow_schema
         self.last: tuple[dict[str, Any], dict[str, Any], tuple[Any, ...]] | None = None
+        self.order = offset_order(self.options)
 
     def identity(self) -> str:
         return self.enumerator.handle.identity
 
     def offset(self, position: Any, identity: str) -> dict[str, Any]:
-        """The offset of ``position`` in the query's schema."""
-        return position_to_offset(position, identity, self.schema.schema_id)
+        """The offset of ``position`` in the query's schema (and order)."""
+        return position_to_offset(position, identity, self.schema.schema_id, self.order)
 
 
 def _progress_dict(progress: Any) -> dict[str, Any]:

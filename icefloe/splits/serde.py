@@ -5,7 +5,8 @@ declaration order. Every version ever written stays readable (golden bytes under
 ``tests/splits/golden``). New fields are appended and get defaults when older bytes are
 read. Versions: 1, the first; 2 appends ``first_row_id`` (Iceberg v3 row lineage); 3
 appends ``changes``, ``change_ordinal`` and ``commit_timestamp_ms`` (changelog reads); 4
-appends ``schema_id`` (a stream's schema after a change).
+appends ``schema_id`` (a stream's schema after a change); 5 appends ``watermark_ms`` (event
+time, ``watermarkColumn``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from icefloe.errors import SplitFormatError
 from icefloe.splits.split import ChangeFile, DeleteFileRef, FileSplit
 
 MAGIC = b"IFSP"
-CURRENT_VERSION = 4
+CURRENT_VERSION = 5
 
 _EXT_DECIMAL = 1
 _EXT_UUID = 2
@@ -89,6 +90,7 @@ def _split_to_list(split: FileSplit) -> list[Any]:
         split.change_ordinal,
         split.commit_timestamp_ms,
         split.schema_id,
+        split.watermark_ms,
     ]
 
 
@@ -132,9 +134,17 @@ def _split_from_list_v4(fields: list[Any]) -> FileSplit:
     return dataclasses.replace(_split_from_list_v3(v3), schema_id=schema_id)
 
 
+def _split_from_list_v5(fields: list[Any]) -> FileSplit:
+    *v4, watermark_ms = fields
+    if watermark_ms is not None and (isinstance(watermark_ms, bool)
+                                     or not isinstance(watermark_ms, int)):
+        raise TypeError(f"watermark_ms {watermark_ms!r} is not an integer")
+    return dataclasses.replace(_split_from_list_v4(v4), watermark_ms=watermark_ms)
+
+
 _READERS: dict[int, Callable[[list[Any]], FileSplit]] = {
     1: _split_from_list_v1, 2: _split_from_list_v2, 3: _split_from_list_v3,
-    4: _split_from_list_v4,
+    4: _split_from_list_v4, 5: _split_from_list_v5,
 }
 
 

@@ -124,6 +124,10 @@ class FileSplit:
         schema_id: the schema a stream reads this split in, when it is not the schema the
             stream's readers were started with (``onSchemaChange=evolve`` after a change;
             :mod:`icefloe.enumerator.schema_track`); None: the read context's schema.
+        watermark_ms: event time (``watermarkColumn``): the column's lower bound in the
+            data file's statistics, in milliseconds since the epoch (Iceberg Flink's
+            per-split watermark, ``ColumnStatsWatermarkExtractor``); None without the
+            option, or for a file without a bound (``watermarkMissingStats``).
     """
 
     split_id: str
@@ -146,6 +150,7 @@ class FileSplit:
     change_ordinal: int = 0
     commit_timestamp_ms: int = 0
     schema_id: int | None = None
+    watermark_ms: int | None = None
 
     @property
     def end(self) -> int:
@@ -177,7 +182,7 @@ _NEW = object.__new__
  _SET_FILE_SIZE, _SET_FILE_RECORD_COUNT, _SET_SPEC_ID, _SET_PARTITION, _SET_SNAPSHOT_ID,
  _SET_SEQUENCE_NUMBER, _SET_ORDINAL, _SET_DELETE_FILES, _SET_RESUME_ROWS,
  _SET_FIRST_ROW_ID, _SET_CHANGES, _SET_CHANGE_ORDINAL, _SET_COMMIT_TIMESTAMP_MS,
- _SET_SCHEMA_ID) = (
+ _SET_SCHEMA_ID, _SET_WATERMARK_MS) = (
     FileSplit.__dict__[f.name].__set__ for f in dataclasses.fields(FileSplit)
 )
 
@@ -213,6 +218,7 @@ def new_split(split_id: str, file_path: str, file_format: str, start: int, lengt
     _SET_CHANGE_ORDINAL(split, 0)
     _SET_COMMIT_TIMESTAMP_MS(split, 0)
     _SET_SCHEMA_ID(split, None)
+    _SET_WATERMARK_MS(split, None)
     return split
 
 

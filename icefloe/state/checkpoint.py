@@ -16,6 +16,9 @@ is a msgpack map with string keys (the field names below); ``position`` is
 :meth:`Position.to_obj`, whose layout is part of checkpoint version 1. Version 2 adds
 ``schema_id`` and ``schema_since`` (the stream schema at the position, see
 :mod:`icefloe.enumerator.schema_track`); a version-1 checkpoint restores without one.
+Version 3 adds ``watermark_ms`` (event time, ``watermarkColumn``: the stream's watermark
+when it was written, so a restart never emits a smaller one); older versions restore
+without one.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from icefloe.state.position import Position
 log = logging.getLogger(__name__)
 
 MAGIC = b"IFCK"
-CURRENT_VERSION = 2
+CURRENT_VERSION = 3
 _CRC = struct.Struct(">I")
 HEADER_SIZE = len(MAGIC) + 1 + _CRC.size
 
@@ -85,6 +88,8 @@ class Checkpoint:
             icefloe tracked schemas, or not a stream).
         schema_since: sequence number up to which snapshots predate that schema (read in
             it, never a change); set with ``schema_id``.
+        watermark_ms: the stream's event-time watermark when written (``watermarkColumn``;
+            None: no watermark yet, or written before icefloe had them).
 
     Sequence fields are normalized to tuples, so lists are accepted.
     """
@@ -101,6 +106,7 @@ class Checkpoint:
     writer: str = field(default_factory=default_writer)
     schema_id: int | None = None
     schema_since: int | None = None
+    watermark_ms: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.position, Position):
@@ -153,6 +159,7 @@ class Checkpoint:
             "writer": self.writer,
             "schema_id": self.schema_id,
             "schema_since": self.schema_since,
+            "watermark_ms": self.watermark_ms,
             "lastAckedSnapshotID": None if last is None else str(last),
             "lastAckedSnapshotSequence": None if last is None else pos.sequence_number,
             "branch": self.ref,
@@ -161,19 +168,30 @@ class Checkpoint:
         }
 
 
-def plan_fingerprint(filter: str | None, case_sensitive: bool, split_size: int) -> str:
-    """Digest of the options that change which splits planning yields, and their ids.
+def plan_fingerprint(filter: str | None, case_sensitive: bool, split_size: int,
+                     event_time_order: tuple[str, str] | None = None) -> str:
+    """Digest of the options that change which splits planning yields, their ids and
+    ordinals.
 
     Same inputs -> same string in any process. ``None`` and a blank filter are the
     same (no filter); any other textual difference counts as a change (conservative).
+    ``event_time_order`` is ``(watermarkColumn, watermarkMissingStats)``: it renumbers a
+    unit's ordinals (:mod:`icefloe.enumerator.event_time`). Without it the digest is the
+    one icefloe wrote before event time existed, so those checkpoints keep their meaning.
     """
     text = (filter or "").strip() or None
-    canonical = json.dumps([1, text, bool(case_sensitive), int(split_size)],
-                           separators=(",", ":"))
+    fields: list[Any] = [1, text, bool(case_sensitive), int(split_size)]
+    if event_time_order is not None:
+        fields = [2, *fields[1:], list(event_time_order)]
+    canonical = json.dumps(fields, separators=(",", ":"))
     return "pf1-" + hashlib.blake2b(canonical.encode(), digest_size=8).hexdigest()
 
 
 # -- durable format ------------------------------------------------------------------
+
+
+def _payload_v3(ckpt: Checkpoint) -> dict[str, Any]:
+    return {**_payload_v2(ckpt), "watermark_ms": ckpt.watermark_ms}
 
 
 def _payload_v2(ckpt: Checkpoint) -> dict[str, Any]:
@@ -239,8 +257,15 @@ def _read_v2(payload: Any) -> Checkpoint:
     return dataclasses.replace(_read_v1(payload), schema_id=schema_id, schema_since=since)
 
 
+def _read_v3(payload: Any) -> Checkpoint:
+    watermark = _expect(payload, dict, "payload")["watermark_ms"]
+    if watermark is not None:
+        _int(watermark, "watermark_ms")
+    return dataclasses.replace(_read_v2(payload), watermark_ms=watermark)
+
+
 # version -> payload reader; never remove an entry
-_READERS: dict[int, Callable[[Any], Checkpoint]] = {1: _read_v1, 2: _read_v2}
+_READERS: dict[int, Callable[[Any], Checkpoint]] = {1: _read_v1, 2: _read_v2, 3: _read_v3}
 
 
 def _crc(version_and_payload: bytes) -> int:
@@ -249,7 +274,7 @@ def _crc(version_and_payload: bytes) -> int:
 
 def encode(ckpt: Checkpoint) -> bytes:
     """The bytes of ``ckpt`` in the newest format version (see the module docstring)."""
-    body = bytes([CURRENT_VERSION]) + pack_value(_payload_v2(ckpt))
+    body = bytes([CURRENT_VERSION]) + pack_value(_payload_v3(ckpt))
     return MAGIC + body[:1] + _CRC.pack(_crc(body)) + body[1:]
 
 
@@ -299,9 +324,9 @@ def validate_for(ckpt: Checkpoint, table: str, identity: str, ref: str,
                  fingerprint: str) -> None:
     """Check that ``ckpt`` may resume a read of ``table`` (incarnation ``identity``) on ``ref``.
 
-    A changed plan fingerprint (filter / caseSensitive / splitSize) is accepted only
-    at a unit boundary with nothing acknowledged beyond it: the ordinals and split
-    ids inside a unit depend on those options, unit boundaries do not.
+    A changed plan fingerprint (filter / caseSensitive / splitSize / watermarkColumn) is
+    accepted only at a unit boundary with nothing acknowledged beyond it: the ordinals
+    and split ids inside a unit depend on those options, unit boundaries do not.
 
     Raises:
         CheckpointMismatchError: another table, another ref, or changed planning
@@ -326,7 +351,8 @@ def validate_for(ckpt: Checkpoint, table: str, identity: str, ref: str,
             and not ckpt.offsets
         if not at_boundary:
             raise CheckpointMismatchError(
-                f"planning options (filter, caseSensitive, splitSize) changed since the "
+                f"planning options (filter, caseSensitive, splitSize, watermarkColumn) "
+                f"changed since the "
                 f"checkpoint of table {table!r} was written, while it stands at "
                 f"{ckpt.position.describe()} with {len(ckpt.acked_beyond)} splits acked "
                 f"beyond it and {len(ckpt.offsets)} partly read: split ids would not match. "

@@ -14,6 +14,11 @@ along one lineage:
   oldest snapshot of the lineage.
 
 A completed ``scan(S)`` is the same as ``Position("incremental", S, seq, None)``.
+
+Ordinals number a unit's splits in the order they are handed out: the deterministic file
+order, or with ``watermarkColumn`` the event-time order (a split's ordinal is its rank by
+the column's lower bound; why, in :mod:`icefloe.enumerator.event_time`). The plan
+fingerprint of a checkpoint records which.
 """
 
 from __future__ import annotations

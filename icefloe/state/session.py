@@ -78,6 +78,8 @@ class Start:
             since the checkpoint, with ``onLineageBreak`` allowing a fresh start).
         schema: the restored stream schema ``(schema id, since)`` (None: fresh, or a
             checkpoint written before icefloe tracked schemas).
+        watermark_ms: the restored event-time watermark (None: fresh, none yet, or a
+            checkpoint written before icefloe had watermarks).
     """
 
     position: Position
@@ -86,6 +88,7 @@ class Start:
     restored: bool = False
     found: bool = False
     schema: tuple[int, int] | None = None
+    watermark_ms: int | None = None
 
     def tracker(self) -> AckTracker:
         """A new :class:`AckTracker` starting here."""
@@ -115,8 +118,10 @@ class CheckpointSession:
                  location: str | None) -> None:
         self.handle = handle
         self.options = options
+        order = None if options.watermark_column is None \
+            else (options.watermark_column, options.watermark_missing_stats)
         self.fingerprint = plan_fingerprint(options.filter, options.case_sensitive,
-                                            options.split_size)
+                                            options.split_size, order)
         self.store: CheckpointStore | None = open_store(
             location, store_properties(handle, options), RetryPolicy.from_options(options),
         ) if location else None
@@ -158,7 +163,7 @@ class CheckpointSession:
                 schema = None if ckpt.schema_id is None or ckpt.schema_since is None \
                     else (ckpt.schema_id, ckpt.schema_since)
                 return Start(ckpt.position, ckpt.acked_beyond, ckpt.offsets, restored=True,
-                             found=True, schema=schema)
+                             found=True, schema=schema, watermark_ms=ckpt.watermark_ms)
         position = enumerator.initial_position()
         log.info("starting %s at %s", handle.identifier, position.describe())
         if ckpt is None:
@@ -182,7 +187,8 @@ class CheckpointSession:
 
     def build(self, tracker: AckTracker, identity: str,
               nessie_hashes: NessieHashes | None = None,
-              schema: tuple[int, int] | None = None) -> Checkpoint:
+              schema: tuple[int, int] | None = None,
+              watermark_ms: int | None = None) -> Checkpoint:
         """The checkpoint of ``tracker``'s acknowledged state (one consistent cut).
 
         Args:
@@ -190,6 +196,7 @@ class CheckpointSession:
             identity: the table incarnation the position belongs to.
             nessie_hashes: the Nessie hashes to keep for the committed position.
             schema: the stream schema ``(schema id, since)`` at the committed position.
+            watermark_ms: the stream's event-time watermark (``watermarkColumn``).
         """
         position, acked_beyond, offsets = tracker.checkpoint_state()
         return Checkpoint(
@@ -205,21 +212,24 @@ class CheckpointSession:
             writer="icefloe",
             schema_id=None if schema is None else schema[0],
             schema_since=None if schema is None else schema[1],
+            watermark_ms=watermark_ms,
         )
 
     def write(self, tracker: AckTracker, identity: str,
               nessie_hashes: NessieHashes | None = None,
               before_write: Callable[[], None] | None = None,
-              schema: tuple[int, int] | None = None) -> bool:
+              schema: tuple[int, int] | None = None,
+              watermark_ms: int | None = None) -> bool:
         """Write the checkpoint of ``tracker`` now if the state is dirty; True if written.
 
         A no-op (False) without a store or without changes since the last write. The
         caller holds the lock its acks take. ``before_write`` runs between building the
-        checkpoint and writing it (a test's crash point); ``schema`` as in :meth:`build`.
+        checkpoint and writing it (a test's crash point); ``schema`` and
+        ``watermark_ms`` as in :meth:`build`.
         """
         if self.store is None or not self._dirty:
             return False
-        ckpt = self.build(tracker, identity, nessie_hashes, schema)
+        ckpt = self.build(tracker, identity, nessie_hashes, schema, watermark_ms)
         if before_write is not None:
             before_write()
         self.store.write(ckpt)

@@ -21,6 +21,7 @@ GOLDEN_V1 = Path(__file__).parent / "golden" / "split_v1.bin"
 GOLDEN_V2 = Path(__file__).parent / "golden" / "split_v2.bin"
 GOLDEN_V3 = Path(__file__).parent / "golden" / "split_v3.bin"
 GOLDEN_V4 = Path(__file__).parent / "golden" / "split_v4.bin"
+GOLDEN_V5 = Path(__file__).parent / "golden" / "split_v5.bin"
 DATA = "s3://bucket/wh/db/events/data/day=2024-01-02/00000-0-data.parquet"
 
 
@@ -121,11 +122,19 @@ def test_golden_v4_is_v3_plus_schema_id() -> None:
     assert dataclasses.replace(v4, schema_id=None) == v3
 
 
-def test_golden_v4_is_what_the_current_version_writes() -> None:
-    # v4 is the newest format: re-serializing the decoded split gives the same bytes
-    assert CURRENT_VERSION == 4
-    data = GOLDEN_V4.read_bytes()
-    assert data[4] == 4
+def test_golden_v5_is_v4_plus_watermark() -> None:
+    v4 = deserialize_split(GOLDEN_V4.read_bytes())
+    v5 = deserialize_split(GOLDEN_V5.read_bytes())
+    assert v4.watermark_ms is None
+    assert v5.watermark_ms == 1_700_000_000_456
+    assert dataclasses.replace(v5, watermark_ms=None) == v4
+
+
+def test_golden_v5_is_what_the_current_version_writes() -> None:
+    # v5 is the newest format: re-serializing the decoded split gives the same bytes
+    assert CURRENT_VERSION == 5
+    data = GOLDEN_V5.read_bytes()
+    assert data[4] == 5
     assert serialize_split(deserialize_split(data)) == data
 
 
@@ -164,7 +173,7 @@ def test_unserializable_partition_value() -> None:
 def test_future_version_is_refused_with_the_readable_versions() -> None:
     data = serialize_split(_split())
     future = MAGIC + bytes([CURRENT_VERSION + 1]) + data[len(MAGIC) + 1:]
-    with pytest.raises(SplitFormatError, match=r"version 5 .*versions \[1, 2, 3, 4\].*upgrade"):
+    with pytest.raises(SplitFormatError, match=r"version 6 .*versions \[1, 2, 3, 4, 5\].*upgrade"):
         deserialize_split(future)
 
 

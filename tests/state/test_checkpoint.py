@@ -23,6 +23,7 @@ from icefloe.state.checkpoint import CURRENT_VERSION, HEADER_SIZE, MAGIC
 
 GOLDEN_V1 = Path(__file__).parent / "golden" / "checkpoint_v1.bin"
 GOLDEN_V2 = Path(__file__).parent / "golden" / "checkpoint_v2.bin"
+GOLDEN_V3 = Path(__file__).parent / "golden" / "checkpoint_v3.bin"
 BIG = 8765432101234567890
 FP = plan_fingerprint(None, True, 128 * 1024 * 1024)
 
@@ -64,8 +65,26 @@ def test_golden_v1_has_no_stream_schema_and_v2_adds_it() -> None:
     assert (v1.schema_id, v1.schema_since) == (None, None)
     assert (v2.schema_id, v2.schema_since) == (3, 41)
     assert dataclasses.replace(v2, schema_id=None, schema_since=None) == v1
-    assert CURRENT_VERSION == 2
-    assert encode(v2) == GOLDEN_V2.read_bytes()
+
+
+def test_golden_v2_has_no_watermark_and_v3_adds_it() -> None:
+    v2 = decode(GOLDEN_V2.read_bytes())
+    v3 = decode(GOLDEN_V3.read_bytes())
+    assert v2.watermark_ms is None
+    assert v3.watermark_ms == 1_700_000_000_789
+    assert dataclasses.replace(v3, watermark_ms=None) == v2
+    assert CURRENT_VERSION == 3
+    assert encode(v3) == GOLDEN_V3.read_bytes()
+
+
+def test_fingerprint_without_event_time_is_the_one_written_before_it() -> None:
+    # checkpoints written before watermarkColumn existed keep matching a read without it
+    assert plan_fingerprint(None, True, 128 * 1024 * 1024) == "pf1-" + __import__(
+        "hashlib").blake2b(b"[1,null,true,134217728]", digest_size=8).hexdigest()
+    assert plan_fingerprint(None, True, 1024, ("ts", "fail")) != plan_fingerprint(
+        None, True, 1024)
+    assert plan_fingerprint(None, True, 1024, ("ts", "fail")) != plan_fingerprint(
+        None, True, 1024, ("ts", "last"))
 
 
 def test_round_trip_and_layout() -> None:
@@ -75,6 +94,7 @@ def test_round_trip_and_layout() -> None:
         _ckpt(position=Position.after(2**64 - 1, 2**40)),
         _ckpt(position=Position("scan", 5, 1, 0), table="t", acked_beyond=["5-x"]),
         _ckpt(schema_id=0, schema_since=0),
+        _ckpt(watermark_ms=-5),
     ):
         data = encode(ckpt)
         assert data[:4] == MAGIC
@@ -131,7 +151,7 @@ def test_future_version_is_a_version_error() -> None:
     with pytest.raises(CheckpointVersionError) as info:
         decode(data)
     message = str(info.value)
-    assert "newer icefloe" in message and "[1, 2]" in message and "upgrade" in message
+    assert "newer icefloe" in message and "[1, 2, 3]" in message and "upgrade" in message
 
 
 def test_unknown_old_version_and_bad_payloads_are_corrupt() -> None:
