@@ -31,6 +31,7 @@ from icefloe.enumerator.bounded import BoundedPlan
 from icefloe.local.engine import SplitBatch, read_splits
 from icefloe.local.stream import LocalStream
 from icefloe.reader import ReadContext, SplitReader
+from icefloe.reader.process import BatchProcessor
 from icefloe.reader.runs import can_batch
 from icefloe.retry import RetryPolicy
 from tests.conftest import assert_same_rows
@@ -543,26 +544,26 @@ def _crash(stream: LocalStream) -> None:
 
 
 
-class _CountingFast(SplitReader):
-    calls: ClassVar[list[int]] = []
-
-    def _fast_process(self, raw: pa.RecordBatch, plan: Any) -> pa.RecordBatch:
-        _CountingFast.calls.append(raw.num_rows)
-        return super()._fast_process(raw, plan)
-
-
-def test_groups_process_small_files_together(evolved: Evolved) -> None:
+def test_groups_process_small_files_together(evolved: Evolved,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """A run of small files of one schema is converted in one go (not file by file), and
     each file still gets its own item with its own rows and offset, as PyIceberg reads it."""
     plan = evolved.plan(evolved.all_appends)  # 8 files of 10 rows; two schemas
     splits = list(plan.splits())
-    reader = _CountingFast(plan.context)
-    _CountingFast.calls = []
+    reader = SplitReader(plan.context)
+    calls: list[int] = []  # rows of each batch converted by the fast path
+    real = BatchProcessor.fast
+
+    def counted(self: BatchProcessor, raw: pa.RecordBatch, plan: Any) -> pa.RecordBatch:
+        calls.append(raw.num_rows)
+        return real(self, raw, plan)
+
+    monkeypatch.setattr(BatchProcessor, "fast", counted)
     items = list(reader.read_run(splits))
     assert [i for i, _, _ in items] == list(range(len(splits)))  # one item per small file
     assert [c for _, _, c in items] == [s.record_count for s in splits]
     # the first file of each schema teaches the reader its fast path; the rest are grouped
-    assert len(_CountingFast.calls) < len(splits) and max(_CountingFast.calls) > 10
+    assert len(calls) < len(splits) and max(calls) > 10
     got = pa.Table.from_batches([b for _, b, _ in items], schema=plan.context.arrow_schema)
     assert_same_rows(got, evolved.expected(evolved.all_appends))
     want = evolved.by_split(plan, evolved.all_appends, splits)
