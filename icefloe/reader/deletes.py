@@ -44,6 +44,7 @@ class SplitDeletes:
 
     @property
     def empty(self) -> bool:
+        """Whether no delete touches the file (the batch processor's fast path applies)."""
         return self.positions is None and not self.equality
 
 
