@@ -39,12 +39,12 @@ def table(catalog: SqlCatalog) -> Table:
 
 def wait_polls(nessie: FakeNessieServer, n: int = 3) -> None:
     """Wait until the stream sent ``n`` more requests (it is polling); fail when it does
-    not within 30 s."""
+    not within 20 s."""
     target = nessie.request_count() + n
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 20
     while nessie.request_count() < target:
         assert time.monotonic() < deadline, \
-            f"the stream sent {nessie.request_count() - target + n} of {n} requests in 30 s"
+            f"the stream sent {nessie.request_count() - target + n} of {n} requests in 20 s"
         time.sleep(0.01)
 
 
