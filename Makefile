@@ -17,10 +17,11 @@ setup:
 demo: setup
 	uv run icefloe demo
 
-# The default test run (CI): everything except tests marked slow or interop.
+# The default test run (CI): everything except tests marked slow or interop. The S3 tier
+# (SeaweedFS) is required: a SeaweedFS that cannot start fails it instead of skipping it.
 test: setup
 	-bash scripts/ensure-postgres.sh
-	RAY_ENABLE_UV_RUN_RUNTIME_ENV=0 uv run pytest -m "not slow and not interop" -q -p no:cacheprovider
+	ICEFLOE_S3_REQUIRED=1 RAY_ENABLE_UV_RUN_RUNTIME_ENV=0 uv run pytest -m "not slow and not interop" -q -p no:cacheprovider
 
 # The Java-Iceberg interop tier (README, "Interoperability"): its own environment
 # (.venv-interop: PySpark 3.5 + Iceberg 1.10.2 jars, DuckDB), the tables it writes once per

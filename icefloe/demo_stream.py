@@ -15,6 +15,7 @@ from pathlib import Path
 from pyiceberg.catalog import Catalog
 from pyiceberg.table import Table
 
+from icefloe.demo_data import TABLE, demo_rows
 from icefloe.source import IcebergSource
 
 OPTIONS = {"pollIntervalMs": "200", "ignoreDeletes": "true", "startingVersion": "latest"}
@@ -27,8 +28,6 @@ def run_stream_demo(catalog: Catalog, table: Table, root: Path,
 
     ``checkpoint``: the checkpoint location (default ``root/checkpoint``, emptied first;
     a URI must name a new, empty location)."""
-    from icefloe.demo import TABLE, demo_rows
-
     ckpt: str | Path
     if checkpoint is None:
         ckpt = root / "checkpoint"

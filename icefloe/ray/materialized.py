@@ -19,7 +19,7 @@ and ``filter`` options).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import ray
@@ -28,7 +28,9 @@ from ray.data.context import DataContext
 from ray.data.dataset import MaterializedDataset
 
 from icefloe.errors import InvalidOptionError
-from icefloe.ray.datasource import IcefloeDatasource
+
+if TYPE_CHECKING:  # the datasource imports this module (materialize=True)
+    from icefloe.ray.datasource import IcefloeDatasource
 
 TASK_KWARGS = ("num_cpus", "num_gpus", "memory")
 """``read`` keywords a materialized read accepts besides ``ray_remote_args`` and

@@ -1,11 +1,12 @@
 """Reading change splits: which rows of a commit's files changed, as change rows.
 
-Runs on a worker, inside a :class:`~icefloe.reader.split_reader.SplitReader` whose context
-is a changelog read (``context.changelog``). The rows themselves are read by a plain
-reader under :meth:`ReadContext.data_context` (same projection, filter and metadata
-columns, plus ``_pos``), so delete files, schema evolution and every file format are
-applied exactly as in any other read; this module decides which rows are changes and
-labels them (:data:`~icefloe.reader.context.CHANGE_FIELDS`).
+Runs on a worker, for a :class:`~icefloe.reader.split_reader.SplitReader` whose context
+is a changelog read (``context.changelog``). The rows themselves are read by the
+pipeline's stages (a :class:`~icefloe.reader.file_reader.FileReader`) under
+:meth:`ReadContext.data_context` (same projection, filter and metadata columns, plus
+``_pos``), so delete files, schema evolution and every file format are applied exactly
+as in any other read; this module decides which rows are changes and labels them
+(:data:`~icefloe.reader.context.CHANGE_FIELDS`).
 
 - A single added (removed) range: its rows live after (before) the commit, streamed
   batch by batch as INSERT (DELETE); ``resume_rows`` counts source records, as usual.
@@ -36,7 +37,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from icefloe.reader.context import CHANGE_FIELDS, ReadContext
-from icefloe.reader.split_reader import SplitReader, row_group_start
+from icefloe.reader.file_reader import FileReader
+from icefloe.reader.ranges import row_group_start
 from icefloe.splits.split import (
     CHANGE_ADDED,
     CHANGE_EXISTING,
@@ -73,16 +75,17 @@ def _row_keys(table: pa.Table, names: list[str]) -> list[Any]:
 
 
 class ChangeReader:
-    """Reads the change splits of one changelog context (one per SplitReader).
+    """Reads the change splits of one changelog context. One per reader thread (as the
+    :class:`FileReader` it reads the rows with).
 
     Args:
-        reader: the changelog read's SplitReader (its context has ``changelog`` set).
+        context: the changelog read's context (``changelog`` set).
     """
 
-    def __init__(self, reader: SplitReader) -> None:
-        self.context = reader.context
-        self.data = SplitReader(self.context.data_context())
-        """The plain reader the rows come from (its batches carry ``_pos``)."""
+    def __init__(self, context: ReadContext) -> None:
+        self.context = context
+        self.data = FileReader(self.context.data_context())
+        """The plain read the rows come from (its batches carry ``_pos``)."""
         self._drop_pos = "_pos" not in self.context.metadata_columns
         self._compare = [f.name for f in self.context.projected_schema.fields]
         self._keys = list(self.context.identifier_columns)

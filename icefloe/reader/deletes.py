@@ -1,15 +1,18 @@
-"""Reading delete files and applying them to batches of a data file.
+"""Stage 4 of the read pipeline: apply deletes. Runs on a worker.
 
-Runs on a worker. Position deletes (position delete files in Parquet, ORC or Avro, and
-Puffin deletion vectors) become a sorted array of deleted row positions per data
-file; equality deletes become a set of key values per equality-id group. Delete
-file contents are cached per reader (many data files of a partition share them).
+Position deletes (position delete files in Parquet, ORC or Avro, and Puffin deletion
+vectors) become a sorted array of deleted row positions per data file; equality deletes
+become a set of key values per equality-id group (:meth:`DeleteLoader.for_split`, once
+per split; delete file contents are cached per reader: many data files of a partition
+share them). :func:`keep_mask` applies them to one batch of the file (in the read
+schema, which then holds the equality keys' columns).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,16 +24,76 @@ from pyiceberg.io.pyarrow import pyarrow_to_schema
 from pyiceberg.schema import Schema
 
 from icefloe.errors import DataFileError
+from icefloe.reader.files import FileOpener
+from icefloe.reader.open_file import read_table
 from icefloe.splits.split import CONTENT_EQUALITY_DELETES, DeleteFileRef, FileSplit
 
 
+@dataclass(frozen=True, slots=True)
+class SplitDeletes:
+    """The deletes of one split's data file: sorted deleted positions (None: none) and
+    ``(equality field ids, deleted keys with columns named by field id)`` groups."""
+
+    positions: np.ndarray | None
+    equality: tuple[tuple[tuple[int, ...], pa.Table], ...]
+
+    @property
+    def equality_ids(self) -> frozenset[int]:
+        """Every field id an equality delete keys on (the read schema must hold them)."""
+        return frozenset(i for ids, _ in self.equality for i in ids)
+
+    @property
+    def empty(self) -> bool:
+        """Whether no delete touches the file (the batch processor's fast path applies)."""
+        return self.positions is None and not self.equality
+
+
+NO_DELETES = SplitDeletes(None, ())
+"""The deletes of a split without delete files."""
+
+
+def keep_mask(batch: pa.RecordBatch, read_schema: Schema, deletes: SplitDeletes,
+              first_pos: int) -> np.ndarray | None:
+    """Which rows of ``batch`` (rows of the data file from position ``first_pos`` on, in
+    ``read_schema``) no delete removes; None when all are kept."""
+    n = batch.num_rows
+    keep: np.ndarray | None = None
+    deleted = deletes.positions
+    if deleted is not None:
+        lo, hi = np.searchsorted(deleted, [first_pos, first_pos + n])
+        if hi > lo:
+            keep = np.ones(n, dtype=bool)
+            keep[deleted[lo:hi] - first_pos] = False
+    for ids, keys in deletes.equality:
+        cols = [batch.column(read_schema.find_column_name(i)) for i in ids]
+        mask = equality_keep_mask(cols, keys).to_numpy(zero_copy_only=False)
+        keep = mask if keep is None else keep & mask
+    return keep
+
+
 class DeleteLoader:
-    """Loads and caches delete files for one reader (not shared across threads)."""
+    """Loads and caches delete files for one reader (not shared across threads).
+
+    Args:
+        io: the table's FileIO.
+        max_cached: delete files kept (least recently used dropped first).
+    """
 
     def __init__(self, io: FileIO, max_cached: int = 64) -> None:
         self.io = io
         self.max_cached = max_cached
         self._cache: OrderedDict[str, Any] = OrderedDict()
+
+    def for_split(self, split: FileSplit) -> SplitDeletes:
+        """The deletes of ``split``'s data file (equality sets loaded first).
+
+        Raises:
+            DataFileError: a delete file is missing, unreadable or malformed.
+        """
+        if not split.delete_files:
+            return NO_DELETES
+        equality = tuple(self.equality_sets(split))
+        return SplitDeletes(self.deleted_positions(split), equality)
 
     def _cached(self, key: str, load: Any) -> Any:
         if key in self._cache:
@@ -44,9 +107,6 @@ class DeleteLoader:
 
     def _open_parquet(self, ref: DeleteFileRef, split: FileSplit) -> pa.Table:
         if ref.file_format in ("ORC", "AVRO"):  # Java writes delete files in every format
-            from icefloe.reader.files import FileOpener
-            from icefloe.reader.formats import read_table
-
             return read_table(FileOpener(self.io), ref.path, ref.file_format,
                               f"delete file {ref.path} (applies to {split.file_path}, "
                               f"snapshot {split.snapshot_id})")

@@ -1,18 +1,23 @@
-"""Groups: runs of small whole files read one by one, processed together. Runs on a worker.
+"""Stage 7 of the read pipeline, second half: small files read one by one, processed together.
+
+Runs on a worker.
 
 A small Parquet file (a few hundred rows) costs a reader thread about as much Python
 work per file as decoding it: the batch's columns wrapped, the cast of each string
 column to the output's ``large_string``, the relabelled batch built. Under the GIL, with
 two reader threads, that per-file work is what limits a read of thousands of small files.
-:func:`read_group` reads the files of a run with the same low-level reader as
-:meth:`SplitReader.read_progress` (no Parquet pre-buffering on local disks, one
-``read_all`` per file) but gathers the raw batches of consecutive small files that share
-a projection, concatenates them once, converts them with one cast per column, and hands
-each file's rows back as a zero-copy slice of the result.
+:func:`read_group` composes the stages of a
+:class:`~icefloe.reader.file_reader.FileReader`: each file is opened
+(:func:`~icefloe.reader.open_file.open_parquet`: no Parquet pre-buffering on local disks)
+and planned (:class:`~icefloe.reader.plan.FilePlanner`) as alone, then read whole (one
+``read_all``); the raw batches of consecutive small files that share a plan are
+gathered, concatenated once, converted with one cast per column
+(:meth:`~icefloe.reader.process.BatchProcessor.fast`), and each file's rows handed back
+as a zero-copy slice of the result.
 
-Only files whose projection is a plain relabel-and-cast (the reader's fast path: no
-filter, no metadata or partition-value columns) are gathered; every other file of the
-run goes through :meth:`SplitReader._read_open` as it would alone. The contract is
+Only files whose projection is a plain relabel-and-cast (the fast path: no filter, no
+metadata or partition-value columns) are gathered; every other file of the run goes
+through :meth:`FileReader.read_parquet` as it would alone. The contract is
 :meth:`SplitReader.read_run`'s: items in split order, every split with records complete
 before the next one starts; on an error nothing of the gathered, unsent files was
 delivered, so the caller resumes split by split at the first split it has not finished.
@@ -29,23 +34,25 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from icefloe.reader.file_reader import FileReader
+from icefloe.reader.open_file import open_parquet, read_failed
+from icefloe.reader.plan import FilePlan, column_indices
 from icefloe.reader.runs import check_complete
-from icefloe.reader.split_reader import column_indices, read_failed
 from icefloe.splits.split import FileSplit
 
 if TYPE_CHECKING:
     from icefloe.reader.prefetch import PrefetchWindow
-    from icefloe.reader.split_reader import FilePlan, SplitReader
 
 GROUP_MAX_FILE_ROWS = 8192
 """Files with more records than this are read on their own (their per-file cost is small
 next to decoding them, and gathering would copy their rows)."""
 
 
-def read_group(reader: SplitReader, splits: Sequence[FileSplit]
+def read_group(reader: FileReader, splits: Sequence[FileSplit]
                ) -> Iterator[tuple[int, pa.RecordBatch, int]]:
     """``(index, batch, consumed)`` for ``splits`` (each :func:`icefloe.reader.runs.can_batch`),
-    with :meth:`SplitReader.read_run`'s contract. Runs on the reader's thread.
+    with :meth:`icefloe.reader.split_reader.SplitReader.read_run`'s contract, through
+    ``reader``'s stages. Runs on the reader's thread.
 
     Raises:
         DataFileError: a file is missing, unreadable, or yields more or fewer records than
@@ -66,9 +73,10 @@ def _closing(items: Iterator[tuple[int, pa.RecordBatch, int]], window: PrefetchW
         window.close()
 
 
-def _read(reader: SplitReader, splits: Sequence[FileSplit], window: PrefetchWindow | None
+def _read(reader: FileReader, splits: Sequence[FileSplit], window: PrefetchWindow | None
           ) -> Iterator[tuple[int, pa.RecordBatch, int]]:
     limit = reader.context.batch_size
+    planner, processor = reader.planner, reader.processor
     pending: list[tuple[int, int, list[pa.RecordBatch]]] = []  # (index, records, raws)
     pending_plan: FilePlan | None = None
     pending_rows = 0
@@ -82,22 +90,22 @@ def _read(reader: SplitReader, splits: Sequence[FileSplit], window: PrefetchWind
         assert plan is not None and plan.fast is not None
         raws = [raw for _, _, batches in group for raw in batches]
         combined = raws[0] if len(raws) == 1 else pa.concat_batches(raws)
-        out = reader._fast_process(combined, plan)
+        out = processor.fast(combined, plan)
         offset = 0
         for index, n, _ in group:
             yield index, out.slice(offset, n), n
             offset += n
 
     for index, split in enumerate(splits):
-        opened = reader._open(split, window, index)
+        opened = open_parquet(reader.files, split, window, index)
         try:
             pf = opened.reader
-            plan = reader._file_plan(pf.schema_arrow, frozenset())
+            plan = planner.plan(pf.schema_arrow, frozenset())
             if split.record_count > GROUP_MAX_FILE_ROWS or plan.fast is None \
                     or plan.missing_ids:
                 yield from flush()
                 consumed = 0
-                for batch, consumed in reader._read_open(split, pf, reader.context):
+                for batch, consumed in reader.read_parquet(split, opened):
                     yield index, batch, consumed
                 check_complete(split, consumed)
                 continue
@@ -115,7 +123,7 @@ def _read(reader: SplitReader, splits: Sequence[FileSplit], window: PrefetchWind
             yield from flush()  # a raw schema the fast path was not learned on
             pos = 0  # first record of ``raw``
             for raw in batches:
-                batch = reader._process(raw, pos, split, plan, {}, None, [])
+                batch = processor.process(raw, pos, split, plan, {})
                 pos += raw.num_rows
                 yield index, batch, pos
             continue

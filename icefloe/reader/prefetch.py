@@ -107,8 +107,12 @@ class Prefetcher:
             return None
         return PrefetchWindow(self, splits)
 
-    def _fetch(self, location: str) -> pa.Buffer:
-        """Runs on an I/O thread."""
+    def fetch(self, location: str) -> pa.Buffer:
+        """The whole file at ``location``, counted in :attr:`stats`. Runs on an I/O thread.
+
+        Raises:
+            FileNotFoundError, PermissionError, OSError: as :meth:`FileOpener.read_whole`.
+        """
         stats = self.stats
         with self._lock:
             stats.in_flight += 1
@@ -120,10 +124,16 @@ class Prefetcher:
                 stats.in_flight -= 1
                 stats.files += 1
 
-    def _hold(self, nbytes: int) -> None:
+    def hold(self, nbytes: int) -> None:
+        """Count ``nbytes`` more fetched ahead and not yet released (any thread)."""
         with self._lock:
             self.stats.held_bytes += nbytes
             self.stats.max_held_bytes = max(self.stats.max_held_bytes, self.stats.held_bytes)
+
+    def release(self, nbytes: int) -> None:
+        """Count ``nbytes`` of fetched files released (any thread)."""
+        with self._lock:
+            self.stats.held_bytes -= nbytes
 
 
 def eligible(split: FileSplit) -> bool:
@@ -153,9 +163,9 @@ class PrefetchWindow:
             size = split.file_size if eligible(split) else 0
             if self._ahead and self._bytes + size > p.max_bytes:
                 return
-            future = pool.submit(p._fetch, split.file_path) if size else None
+            future = pool.submit(p.fetch, split.file_path) if size else None
             if size:
-                p._hold(size)
+                p.hold(size)
             self._ahead.append((self._next, future, size))
             self._bytes += size
             self._next += 1
@@ -193,9 +203,7 @@ class PrefetchWindow:
         _, future, size = item
         self._bytes -= size
         if size:
-            p = self.prefetcher
-            with p._lock:
-                p.stats.held_bytes -= size
+            self.prefetcher.release(size)
         if cancel and future is not None:
             future.cancel()
 

@@ -1,4 +1,6 @@
-"""Runs: many small whole-file splits read through one Arrow dataset scan. Runs on a worker.
+"""Stage 7 of the read pipeline, second half: small whole files read by one Arrow dataset scan.
+
+Runs on a worker.
 
 Reading small Parquet files one at a time costs more than decoding them: each file is
 opened, its footer parsed and a reader set up on the worker thread, holding the GIL
@@ -7,8 +9,10 @@ between the short decodes. A run of such splits goes through one
 (fragment readahead) on its own threads while the worker projects the batches it has.
 
 Every scanned batch is tagged with its fragment (its file), so it is attributed to its
-split, and each batch goes through the same projection, residual filter and metadata
-columns as :meth:`SplitReader.read_progress` (see :func:`read_run`). A split qualifies
+split, and each batch goes through the same stages as any other read (a
+:class:`~icefloe.reader.file_reader.FileReader`'s plan and
+:class:`~icefloe.reader.process.BatchProcessor`; see :meth:`RunScanner.read_run`); the
+scan replaces stages 1 and 3 (opening and reading the file). A split qualifies
 (:func:`can_batch`) when it is a whole Parquet file of at most
 :data:`RUN_MAX_SPLIT_BYTES`, has no delete files and no resume offset; everything else
 keeps the per-split path.
@@ -24,17 +28,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Generator, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.dataset as ds
 from pyarrow.fs import FileSystem
 
 from icefloe.errors import DataFileError
+from icefloe.reader.file_reader import FileReader
 from icefloe.splits.split import FileSplit
-
-if TYPE_CHECKING:
-    from icefloe.reader.split_reader import SplitReader
 
 log = logging.getLogger(__name__)
 
@@ -78,13 +80,13 @@ def same_fields(a: pa.Schema, b: pa.Schema) -> bool:
 
 
 class RunScanner:
-    """Reads runs of splits for one :class:`SplitReader` (same thread, same caches).
+    """Reads runs of splits for one reader thread (same thread, same caches).
 
     Args:
-        reader: the split reader whose projection plans and batch processing are used.
+        reader: the file reader whose stages (plans, batch processing) are used.
     """
 
-    def __init__(self, reader: SplitReader) -> None:
+    def __init__(self, reader: FileReader) -> None:
         self.reader = reader
         self._format = ds.ParquetFileFormat()
         self._schema: pa.Schema | None = None  # of the last scan: the next run likely shares it
@@ -144,7 +146,7 @@ class RunScanner:
         """Scan ``splits[lo:hi]`` with ``schema``; return None when done, or the index of
         the first file of another schema (``self._schema`` is then that file's schema)."""
         reader = self.reader
-        plan = reader._file_plan(schema, frozenset())
+        plan = reader.planner.plan(schema, frozenset())
         dataset = ds.FileSystemDataset.from_paths(paths[lo:hi], schema=schema,
                                                   format=self._format, filesystem=fs)
         scanner = dataset.scanner(columns=plan.columns, batch_size=reader.context.batch_size,
@@ -179,9 +181,9 @@ class RunScanner:
                     self._schema = theirs
                     return nxt
                 cur, pos = nxt, 0
-                missing = reader._missing_values(splits[cur], plan.missing_ids)
+                missing = reader.planner.missing_values(splits[cur], plan.missing_ids)
             raw = tagged.record_batch
-            batch = reader._process(raw, pos, splits[cur], plan, missing, None, [])
+            batch = reader.processor.process(raw, pos, splits[cur], plan, missing)
             pos += raw.num_rows
             yield cur, batch, pos
         nxt = lo if cur is None else self._complete(splits[cur], pos, cur)

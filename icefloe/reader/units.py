@@ -24,7 +24,7 @@ class ReadUnit(NamedTuple):
 
 
 class FormatFile(Protocol):
-    """An open ORC or Avro data file, as :mod:`icefloe.reader.formats` reads it.
+    """An open ORC or Avro data file, as :mod:`icefloe.reader.open_file` opens it.
 
     ``schema_arrow`` is the file's own schema (file column names, Iceberg field ids as
     field metadata where the file has them); ``units`` lists its read units in file order.

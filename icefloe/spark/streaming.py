@@ -315,11 +315,11 @@ class IcefloeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Arrow batches of ``partition`` (executor)."""
-        from icefloe.spark.datasource import read_partition
+        from icefloe.spark.executor import read_splits  # what datasource.read_partition calls
 
         if not partition.value:
             return iter(())
-        return read_partition(self.context_bytes, self.schema_json, partition.value)
+        return read_splits(self.context_bytes, self.schema_json, partition.value)
 
     def commit(self, end: dict[str, Any]) -> None:
         """Spark committed ``end``: drop planning state before it (driver)."""

@@ -38,10 +38,13 @@ def table(catalog: SqlCatalog) -> Table:
 
 
 def wait_polls(nessie: FakeNessieServer, n: int = 3) -> None:
-    """Wait until the stream sent ``n`` more requests (it is polling)."""
+    """Wait until the stream sent ``n`` more requests (it is polling); fail when it does
+    not within 20 s."""
     target = nessie.request_count() + n
-    deadline = time.monotonic() + 10
-    while nessie.request_count() < target and time.monotonic() < deadline:
+    deadline = time.monotonic() + 20
+    while nessie.request_count() < target:
+        assert time.monotonic() < deadline, \
+            f"the stream sent {nessie.request_count() - target + n} of {n} requests in 20 s"
         time.sleep(0.01)
 
 

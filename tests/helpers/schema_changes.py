@@ -101,6 +101,27 @@ KIND_OF: dict[str, str | None] = {
 }
 """Kind of change -> the :class:`SchemaChange` field it fills (None: no schema change)."""
 
+CHANGED: dict[str, dict[str, tuple[Any, ...]]] = {
+    "add": {"added": ("extra",)},
+    "rename": {"renamed": (("name", "label"),)},
+    "rename_nested": {"renamed": (("info.a", "info.alpha"),)},
+    "drop": {"dropped": ("old",)},
+    "readd": {"dropped": ("old",), "added": ("old",)},  # another field id: a drop and an add
+    "int_long": {"widened": (("n", "int", "long"),)},
+    "float_double": {"widened": (("score", "float", "double"),)},
+    "reorder": {"reordered": ("",)},
+}
+"""Kind of change -> exactly what its :class:`SchemaChange` says changed (every other field
+empty), from the commits above."""
+
+CHANGE_FIELDS = ("added", "dropped", "renamed", "widened", "made_optional", "reordered")
+"""The fields of a :class:`SchemaChange` that say what changed."""
+
+
+def what_changed(change: Any) -> dict[str, tuple[Any, ...]]:
+    """The non-empty :data:`CHANGE_FIELDS` of ``change``, as :data:`CHANGED` writes them."""
+    return {name: getattr(change, name) for name in CHANGE_FIELDS if getattr(change, name)}
+
 
 def make_sc_table(catalog: Catalog, identifier: str = "db.sc") -> Table:
     catalog.create_namespace_if_not_exists(identifier.rsplit(".", 1)[0])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import pyarrow as pa
@@ -9,6 +10,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus
 from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC, PartitionSpec
 from pyiceberg.table import Table
@@ -60,7 +62,14 @@ def test_make_catalog_and_rows(tmp_path: Path) -> None:
     assert catalog.name == "cat"
     table = T.make_table(catalog)
     assert table.location().startswith(f"file://{tmp_path}/warehouse/")
-    assert T.rows(5, start=3).equals(T.rows(5, start=3))
+    # the documented rows: ids 3..7, kinds a/b/c by id, day 2024-01-01 + id % 3,
+    # ts = that day + id seconds, value id / 2
+    days = [dt.date(2024, 1, 1) + dt.timedelta(days=i % 3) for i in range(3, 8)]
+    assert T.rows(5, start=3).to_pylist() == [
+        {"id": i, "kind": "abc"[i % 3], "ts": dt.datetime.combine(d, dt.time())
+         + dt.timedelta(seconds=i), "day": d, "value": i / 2}
+        for i, d in zip(range(3, 8), days, strict=True)]
+    assert T.rows(5, start=3).schema.equals(schema_to_pyarrow(T.EVENTS_SCHEMA))
     table.append(T.rows(5, start=3))
     assert _sorted(table.scan().to_arrow()).equals(T.rows(5, start=3))
     assert table.schema() == T.EVENTS_SCHEMA

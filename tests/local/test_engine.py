@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -172,6 +173,24 @@ def _reader_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith("icefloe-reader")]
 
 
+def _all_blocked_putting() -> bool:
+    """Whether every reader thread (at least one) is inside :func:`icefloe.local.queues.put`
+    (waiting for room on its queue)."""
+    frames = sys._current_frames()
+    threads = [t for t in _reader_threads() if t.name.removeprefix("icefloe-reader-").isdigit()]
+    if not threads:
+        return False
+    for thread in threads:
+        frame = frames.get(thread.ident) if thread.ident is not None else None
+        names = set()
+        while frame is not None:
+            names.add((frame.f_code.co_name, Path(frame.f_code.co_filename).name))
+            frame = frame.f_back
+        if ("put", "queues.py") not in names:
+            return False
+    return True
+
+
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("preserve_order", [True, False])
 def test_backpressure_and_close(catalog: SqlCatalog, table: Table, preserve_order: bool) -> None:
@@ -185,7 +204,13 @@ def test_backpressure_and_close(catalog: SqlCatalog, table: Table, preserve_orde
                         preserve_order=preserve_order, queue_batches=2, reader_factory=factory)
     first = next(items)
     assert first.batch.num_rows == 1
-    time.sleep(0.3)  # readers run ahead only until the queues are full
+    # readers run ahead only until the queues are full: wait until both are blocked
+    # putting onto a full queue, having produced at least what fills them
+    deadline = time.monotonic() + 30
+    while not (_CountingReader.produced >= 2 * (2 + 1) and _all_blocked_putting()):
+        assert time.monotonic() < deadline, \
+            f"readers not blocked on full queues: {_CountingReader.produced} batches produced"
+        time.sleep(0.01)
     # per reader: queued batches + one held back + one being put
     assert _CountingReader.produced <= 2 * (2 + 2) + 2 + 1
     items.close()

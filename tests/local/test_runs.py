@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
-from pyiceberg.io.pyarrow import schema_to_pyarrow
+from pyiceberg.io.pyarrow import ArrowScan, schema_to_pyarrow
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.types import FloatType, IntegerType, LongType, NestedField, StringType
@@ -31,6 +31,7 @@ from icefloe.enumerator.bounded import BoundedPlan
 from icefloe.local.engine import SplitBatch, read_splits
 from icefloe.local.stream import LocalStream
 from icefloe.reader import ReadContext, SplitReader
+from icefloe.reader.process import BatchProcessor
 from icefloe.reader.runs import can_batch
 from icefloe.retry import RetryPolicy
 from tests.conftest import assert_same_rows
@@ -113,6 +114,7 @@ class Evolved:
         self.table, self.all_appends, self.final = _build(catalog, "db.evolved", True)
         self.twin, twin_all, twin_final = _build(catalog, "db.twin", False)
         self.twin_of = {self.all_appends: twin_all, self.final: twin_final}
+        self._per_file: dict[tuple[int, str | None], dict[int, pa.Table]] = {}
 
     def plan(self, snapshot: int, **options: str) -> BoundedPlan:
         return IcebergSource("db.evolved", catalog=self.catalog,
@@ -128,6 +130,49 @@ class Evolved:
             scan_args["row_filter"] = row_filter
         theirs = self.twin.scan(**scan_args).to_arrow()  # columns in the table's order
         return theirs if columns is None else theirs.select(list(columns))
+
+    def per_file(self, snapshot: int, row_filter: str | None = None) -> dict[int, pa.Table]:
+        """PyIceberg's rows of each data file of the twin at the same point (its deletes
+        and ``row_filter`` applied, in file order; every column), by the file's first id:
+        the files of both tables hold the same ids, 10 a file, in id order."""
+        key = (snapshot, row_filter)
+        cached = self._per_file.get(key)
+        if cached is not None:
+            return cached
+        scan = self.twin.scan(snapshot_id=self.twin_of[snapshot],
+                              **({} if row_filter is None else {"row_filter": row_filter}))
+        out = {}
+        for task in scan.plan_files():
+            out[_first_id(task.file.file_path)] = ArrowScan(
+                self.twin.metadata, self.twin.io, scan.projection(), scan.row_filter,
+                scan.case_sensitive).to_table([task])
+        self._per_file[key] = out
+        return out
+
+    def by_split(self, plan: BoundedPlan, snapshot: int, splits: Sequence[FileSplit],
+                 row_filter: str | None = None) -> dict[str, list[dict[str, Any]]]:
+        """PyIceberg's rows of each split (its file's rows from ``split.resume_rows`` on)
+        as icefloe should deliver them: the plan's columns and metadata columns, whose
+        values come from the writer (``_pos``: the id's place in its file), not icefloe."""
+        context = plan.context
+        names = [f.name for f in context.projected_schema.fields]
+        by_file = self.per_file(snapshot, row_filter)
+        out: dict[str, list[dict[str, Any]]] = {}
+        for split in splits:
+            first = _first_id(split.file_path)
+            theirs = by_file.get(first)
+            rows = []
+            for row in [] if theirs is None else theirs.to_pylist():
+                pos = row["id"] - first
+                if pos < split.resume_rows:
+                    continue
+                mine = {name: row[name] for name in names}
+                for name in context.metadata_columns:
+                    mine[name] = {"_pos": pos, "_file": split.file_path,
+                                  "_snapshot_id": split.snapshot_id}[name]
+                rows.append(mine)
+            out[split.split_id] = rows
+        return out
 
 
 @pytest.fixture(scope="module")
@@ -196,19 +241,19 @@ def _items(plan: BoundedPlan, parallelism: int = 2, preserve_order: bool = True,
     return list(read_splits(plan.splits(), plan.context, parallelism, preserve_order, **kwargs))
 
 
+def _ids_in(theirs: pa.Table, splits: Sequence[FileSplit]) -> list[dict[str, Any]]:
+    """The rows of ``theirs`` (a PyIceberg scan) in the files of ``splits``, split by split
+    in id (file) order: each file holds the 10 ids from its first one."""
+    rows = sorted(theirs.to_pylist(), key=lambda row: row["id"])
+    firsts = [_first_id(s.file_path) for s in splits]
+    return [row for first in firsts for row in rows if first <= row["id"] < first + 10]
+
+
 def _by_split(items: list[SplitBatch]) -> dict[str, list[SplitBatch]]:
     out: dict[str, list[SplitBatch]] = {}
     for item in items:
         out.setdefault(item.split.split_id, []).append(item)
     return out
-
-
-def _sequential(plan: BoundedPlan) -> dict[str, pa.Table]:
-    """Each split read alone by a plain reader (the per-split path: the reference)."""
-    reader = SplitReader(plan.context)
-    return {s.split_id: pa.Table.from_batches(list(reader.read(s)),
-                                              schema=plan.context.arrow_schema)
-            for s in plan.splits()}
 
 
 @pytest.mark.parametrize("parallelism", [1, 3])
@@ -251,10 +296,10 @@ def test_run_scan_across_a_schema_change(evolved: Evolved, run_reader: None,
         got.setdefault(index, []).append(batch)
         consumed.setdefault(index, []).append(offset)
     assert order == sorted(order)
-    want = _sequential(plan)
+    want = evolved.by_split(plan, evolved.all_appends, splits, options.get("filter"))
     for index, split in enumerate(splits):
-        table = pa.Table.from_batches(got[index], schema=plan.context.arrow_schema)
-        assert table.equals(want[split.split_id])
+        table = pa.Table.from_batches(got.get(index, []), schema=plan.context.arrow_schema)
+        assert table.to_pylist() == want[split.split_id]
         assert consumed[index][-1] == split.record_count
 
 
@@ -277,7 +322,7 @@ def test_run_scan_raises_for_a_file_not_as_planned(evolved: Evolved, run_reader:
 @pytest.mark.parametrize("parallelism", [1, 2, 4])
 def test_items_equal_split_by_split_reads(evolved: Evolved, reads_runs: bool,
                                           parallelism: int) -> None:
-    """Same batches per split as the per-split reader, metadata columns included; ordered
+    """Each split's rows as PyIceberg reads its file, metadata columns included; ordered
     delivery follows split order; each split ends with exactly one ``last`` item whose
     offset is the split's record count."""
     plan = evolved.plan(evolved.final, metadataColumns="_pos,_file,_snapshot_id",
@@ -286,14 +331,14 @@ def test_items_equal_split_by_split_reads(evolved: Evolved, reads_runs: bool,
     items = _items(plan, parallelism)
     assert [i.split.split_id for i in items] == [
         s.split_id for s in splits for _ in range(len(_by_split(items)[s.split_id]))]
-    want = _sequential(plan)
+    want = evolved.by_split(plan, evolved.final, splits)
     for split in splits:
         mine = _by_split(items)[split.split_id]
         assert [i.last for i in mine] == [False] * (len(mine) - 1) + [True]
         offsets = [i.consumed for i in mine]
         assert offsets == sorted(offsets) and offsets[-1] == split.record_count
         rows = pa.Table.from_batches([i.batch for i in mine], schema=plan.context.arrow_schema)
-        assert rows.equals(want[split.split_id])
+        assert rows.to_pylist() == want[split.split_id]
 
 
 def test_every_offset_resumes_the_rest(evolved: Evolved, reads_runs: bool) -> None:
@@ -301,9 +346,11 @@ def test_every_offset_resumes_the_rest(evolved: Evolved, reads_runs: bool) -> No
     plan = evolved.plan(evolved.final, batchSize="3", metadataColumns="_pos")
     items = _items(plan, parallelism=2)
     reader = SplitReader(plan.context)
+    want = evolved.by_split(plan, evolved.final, list(plan.splits()))
     for split_items in _by_split(items).values():
         split = split_items[0].split
         positions = [p for i in split_items for p in i.batch.column("_pos").to_pylist()]
+        assert positions == [row["_pos"] for row in want[split.split_id]]  # PyIceberg's
         seen = 0
         for item in split_items:
             seen += item.batch.num_rows
@@ -323,17 +370,12 @@ def test_deletes_and_resumes_keep_the_per_split_path(evolved: Evolved, reads_run
         if split.delete_files or split.resume_rows:
             assert split.split_id not in scanned
             assert (split.split_id, split.resume_rows) in _Recording.singles
-    want = _sequential(plan)
+    want = evolved.by_split(plan, evolved.final, resumed)  # resumed: from record 2 on
     for split in resumed:
         got = pa.Table.from_batches(
-            [i.batch for i in _by_split(items)[split.split_id]], schema=plan.context.arrow_schema)
-        if split.resume_rows:
-            reader = SplitReader(plan.context)
-            expected = pa.Table.from_batches(list(reader.read(split)),
-                                             schema=plan.context.arrow_schema)
-        else:
-            expected = want[split.split_id]
-        assert got.equals(expected)
+            [i.batch for i in _by_split(items).get(split.split_id, [])],
+            schema=plan.context.arrow_schema)
+        assert got.to_pylist() == want[split.split_id]
 
 
 class _FailingOnce(SplitReader):
@@ -368,12 +410,12 @@ def test_failure_mid_run_resumes_the_split_from_its_offset(
                              reader_factory=_late(_FailingOnce),
                              retry=RetryPolicy(max_attempts=2, backoff_ms=0)))
     assert _FailingOnce.where == ("scan" if reads_runs else "split")
-    want = _sequential(plan)
+    want = evolved.by_split(plan, evolved.all_appends, splits)
     per_split = _by_split(items)
     for split in splits:
         got = pa.Table.from_batches([i.batch for i in per_split[split.split_id]],
                                     schema=plan.context.arrow_schema)
-        assert got.equals(want[split.split_id])  # no row twice, none lost
+        assert got.to_pylist() == want[split.split_id]  # no row twice, none lost
     if preserve_order:
         assert [i.split.split_id for i in items] == [
             s.split_id for s in splits for _ in per_split[s.split_id]]
@@ -502,36 +544,37 @@ def _crash(stream: LocalStream) -> None:
 
 
 
-class _CountingFast(SplitReader):
-    calls: ClassVar[list[int]] = []
-
-    def _fast_process(self, raw: pa.RecordBatch, plan: Any) -> pa.RecordBatch:
-        _CountingFast.calls.append(raw.num_rows)
-        return super()._fast_process(raw, plan)
-
-
-def test_groups_process_small_files_together(evolved: Evolved) -> None:
+def test_groups_process_small_files_together(evolved: Evolved,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """A run of small files of one schema is converted in one go (not file by file), and
     each file still gets its own item with its own rows and offset, as PyIceberg reads it."""
     plan = evolved.plan(evolved.all_appends)  # 8 files of 10 rows; two schemas
     splits = list(plan.splits())
-    reader = _CountingFast(plan.context)
-    _CountingFast.calls = []
+    reader = SplitReader(plan.context)
+    calls: list[int] = []  # rows of each batch converted by the fast path
+    real = BatchProcessor.fast
+
+    def counted(self: BatchProcessor, raw: pa.RecordBatch, plan: Any) -> pa.RecordBatch:
+        calls.append(raw.num_rows)
+        return real(self, raw, plan)
+
+    monkeypatch.setattr(BatchProcessor, "fast", counted)
     items = list(reader.read_run(splits))
     assert [i for i, _, _ in items] == list(range(len(splits)))  # one item per small file
     assert [c for _, _, c in items] == [s.record_count for s in splits]
     # the first file of each schema teaches the reader its fast path; the rest are grouped
-    assert len(_CountingFast.calls) < len(splits) and max(_CountingFast.calls) > 10
+    assert len(calls) < len(splits) and max(calls) > 10
     got = pa.Table.from_batches([b for _, b, _ in items], schema=plan.context.arrow_schema)
     assert_same_rows(got, evolved.expected(evolved.all_appends))
-    want = _sequential(plan)
+    want = evolved.by_split(plan, evolved.all_appends, splits)
     for (_, batch, _), split in zip(items, splits, strict=True):
-        assert pa.Table.from_batches([batch]).equals(want[split.split_id])
+        assert batch.to_pylist() == want[split.split_id]
 
 
 def test_read_many_matches_split_by_split(evolved: Evolved, reads_runs: bool) -> None:
-    """The one-thread read of Spark and Ray tasks: the same rows in the same order as
-    split-by-split reads, deletes and filters included; small files go through runs."""
+    """The one-thread read of Spark and Ray tasks: each split's rows in split order, as
+    PyIceberg reads its file, deletes, filters and metadata columns included; small files
+    go through runs."""
     for options in ({}, {"filter": "n >= 3", "metadataColumns": "_pos,_file"}):
         for snapshot in (evolved.all_appends, evolved.final):
             plan = evolved.plan(snapshot, **options)
@@ -540,8 +583,8 @@ def test_read_many_matches_split_by_split(evolved: Evolved, reads_runs: bool) ->
             _Recording.runs, _Recording.singles = [], []
             got = pa.Table.from_batches(list(reader.read_many(splits)),
                                         schema=plan.context.arrow_schema)
-            want = _sequential(plan)
-            assert got.equals(pa.concat_tables([want[s.split_id] for s in splits]))
+            want = evolved.by_split(plan, snapshot, splits, options.get("filter"))
+            assert got.to_pylist() == [row for s in splits for row in want[s.split_id]]
             data = [f.name for f in got.schema if not f.name.startswith("_")]
             assert_same_rows(got.select(data),
                              evolved.expected(snapshot, data, options.get("filter")))
@@ -558,8 +601,8 @@ def test_read_many_finishes_a_failed_run_split_by_split(evolved: Evolved) -> Non
     got = pa.Table.from_batches(list(reader.read_many(splits)),
                                 schema=plan.context.arrow_schema)
     assert _FailingOnce.where == "scan"
-    want = _sequential(plan)
-    assert got.equals(pa.concat_tables([want[s.split_id] for s in splits]))
+    want = evolved.by_split(plan, evolved.all_appends, splits)
+    assert got.to_pylist() == [row for s in splits for row in want[s.split_id]]
 
 
 @pytest.mark.parametrize("damage", ["missing", "corrupt"])
@@ -569,7 +612,9 @@ def test_read_many_raises_the_typed_error_of_a_broken_file(tmp_path: Path, damag
     plan = IcebergSource("db.evolved", catalog=catalog,
                          options={"snapshotId": str(all_appends)}).bounded_plan()
     splits = list(plan.splits())
-    want = _sequential(plan)  # before the damage
+    # the rows before the broken file, as PyIceberg scans the table (before the damage)
+    want = _ids_in(catalog.load_table("db.evolved").scan(snapshot_id=all_appends).to_arrow(),
+                   splits[:4])
     path = splits[4].file_path.removeprefix("file://")
     if damage == "missing":
         os.remove(path)
@@ -581,5 +626,5 @@ def test_read_many_raises_the_typed_error_of_a_broken_file(tmp_path: Path, damag
         for batch in SplitReader(plan.context).read_many(splits):
             got.append(batch)
     assert splits[4].file_path in str(info.value)
-    assert pa.Table.from_batches(got, schema=plan.context.arrow_schema).equals(
-        pa.concat_tables([want[s.split_id] for s in splits[:4]]))
+    got_rows = pa.Table.from_batches(got, schema=plan.context.arrow_schema).to_pylist()
+    assert got_rows == want

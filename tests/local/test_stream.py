@@ -12,8 +12,11 @@ import logging
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.exceptions import NoSuchTableError
 
 from icefloe import CheckpointMismatchError, IcebergSource, SnapshotPolicyError
 from icefloe.cli import main as cli_main
@@ -220,7 +223,25 @@ def test_cli_stream_available_now_and_checkpoint_show(setup, tmp_path: Path, cap
     assert shown["table"] == "events"
 
 
-def test_a_table_dropped_and_recreated_while_polled_is_followed_not_failed(setup) -> None:
+def _count_missing_loads(catalog: SqlCatalog, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The catalog's ``load_table`` calls that found no table, from now on (the stream's
+    polls: it loads through the catalog object it was given)."""
+    missed: list[str] = []
+    real = catalog.load_table
+
+    def load_table(identifier: Any) -> Any:
+        try:
+            return real(identifier)
+        except NoSuchTableError:
+            missed.append(str(identifier))
+            raise
+
+    monkeypatch.setattr(catalog, "load_table", load_table)
+    return missed
+
+
+def test_a_table_dropped_and_recreated_while_polled_is_followed_not_failed(
+        setup, monkeypatch: pytest.MonkeyPatch) -> None:
     """Drop and create are two commits in a SQL catalog: a stream that polls in between finds
     no table. With an ``onLineageBreak`` strategy that follows a re-created table, that gap is
     waited out (retried per ``maxAttempts``), not a TableNotFoundError that ends the stream
@@ -237,8 +258,12 @@ def test_a_table_dropped_and_recreated_while_polled_is_followed_not_failed(setup
             got.extend(item.batch.column("id").to_pylist())
             item.ack()
         schema = tbl.schema()
+        missed = _count_missing_loads(catalog, monkeypatch)
         catalog.drop_table("db.events")
-        time.sleep(0.5)  # ~10 polls find no table
+        deadline = time.monotonic() + 60
+        while len(missed) < 3:  # polls find no table (and the stream goes on)
+            assert time.monotonic() < deadline, "the stream did not poll the dropped table"
+            time.sleep(0.01)
         new = catalog.create_table("db.events", schema, properties={"format-version": "2"})
         new.append(rows(5, start=100))
         deadline = time.monotonic() + 60

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyarrow._parquet import ParquetReader
 
-from icefloe.reader.split_reader import _sliced
+from icefloe.reader.batches import sliced as _sliced
 
 
 @pytest.mark.parametrize(("rows", "row_group", "size", "decode"), [

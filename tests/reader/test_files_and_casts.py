@@ -11,8 +11,8 @@ import pytest
 from pyarrow.fs import LocalFileSystem, SubTreeFileSystem
 from pyiceberg.io.pyarrow import PyArrowFileIO
 
+from icefloe.reader.casts import Widen, cast_for, widen_offsets
 from icefloe.reader.files import FileOpener
-from icefloe.reader.split_reader import _cast_for, _Widen, _widen_offsets
 
 
 def test_local_files_are_not_pre_buffered(tmp_path: Path) -> None:
@@ -55,20 +55,20 @@ def test_missing_file_is_file_not_found(tmp_path: Path) -> None:
     pa.array([b"\x00\x01", None, b""], pa.binary()),
     pa.array([b"xy"] * 5, pa.binary()).slice(2),
 ], ids=["nulls", "sliced", "utf8-sliced", "empty", "all-null", "binary", "binary-sliced"])
-def test_widen_offsets_equals_arrow_cast(array: pa.Array) -> None:
+def testwiden_offsets_equals_arrow_cast(array: pa.Array) -> None:
     large = pa.large_string() if array.type == pa.string() else pa.large_binary()
-    widened = _widen_offsets(array, large)
+    widened = widen_offsets(array, large)
     widened.validate(full=True)
     assert widened.type == large
     assert widened.equals(array.cast(large))
 
 
 @pytest.mark.parametrize(("have", "want", "kind"), [
-    (pa.string(), pa.large_string(), _Widen),
-    (pa.binary(), pa.large_binary(), _Widen),
+    (pa.string(), pa.large_string(), Widen),
+    (pa.binary(), pa.large_binary(), Widen),
     (pa.int32(), pa.int64(), pa.compute.CastOptions),
     (pa.string(), pa.string(), type(None)),
 ])
-def test_cast_for_picks_widening_only_for_offset_pairs(have: pa.DataType, want: pa.DataType,
+def testcast_for_picks_widening_only_for_offset_pairs(have: pa.DataType, want: pa.DataType,
                                                        kind: Any) -> None:
-    assert isinstance(_cast_for(have, want), kind)
+    assert isinstance(cast_for(have, want), kind)

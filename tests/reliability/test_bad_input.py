@@ -130,4 +130,10 @@ def test_corrupt_manifest_file_names_the_file(tmp_path: Path) -> None:
 def test_malformed_options_raise_invalid_option_error(options: dict[str, str]) -> None:
     with pytest.raises(InvalidOptionError) as info:
         IcebergSource("db.events", options=options)
-    assert isinstance(info.value, ValueError | IcefloeError)
+    assert isinstance(info.value, ValueError) and isinstance(info.value, IcefloeError)
+    message = str(info.value)
+    # names the option, and the bad value (or that the option itself is unknown)
+    assert any(message.startswith(f"option {key!r}: ") for key in options), message
+    if len(options) == 1:
+        (value,) = options.values()
+        assert value in message or "unknown option" in message, message
