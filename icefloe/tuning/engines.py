@@ -13,27 +13,13 @@ split bytes, so every timed read is the read and nothing else.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Protocol
 
 from icefloe.errors import InvalidOptionError
-from icefloe.options import SourceOptions
-from icefloe.reader.context import ReadContext
-from icefloe.splits.split import FileSplit
+from icefloe.tuning.work import Work
 
 ENGINES = ("local", "spark", "ray")
-
-
-@dataclass(frozen=True)
-class Work:
-    """One read: ``splits`` (in plan order) with ``context`` and ``options`` on
-    ``parallelism`` (threads, ``minPartitions`` or read tasks)."""
-
-    splits: Sequence[FileSplit]
-    context: ReadContext
-    options: SourceOptions
-    parallelism: int
 
 
 class Engine(Protocol):

@@ -25,7 +25,7 @@ from icefloe.ray.session import ray_session
 from icefloe.reader.context import ReadContext
 from icefloe.splits import pack_for, serialize_split
 from icefloe.splits.split import FileSplit
-from icefloe.tuning.engines import Work
+from icefloe.tuning.work import Work
 
 
 class SampleDatasource(Datasource):

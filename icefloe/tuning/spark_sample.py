@@ -28,7 +28,7 @@ from icefloe.spark.planning import spark_tasks
 from icefloe.spark.session import session
 from icefloe.spark.types import spark_schema
 from icefloe.splits import serialize_split
-from icefloe.tuning.engines import Work
+from icefloe.tuning.work import Work
 
 SOURCE_NAME = "icefloe_tune_sample"
 
