@@ -31,13 +31,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import md_table, median, pick, verdict
+from benchmarks.common import StreamChild, md_table, median, pick, serve_stream_reports, verdict
 
 POLL_MS = 100
 IDLE_S = 6.0
@@ -133,38 +132,11 @@ def child(root: str) -> None:
         "pollIntervalMs": str(POLL_MS), "startingVersion": "latest"})
     stream = source.stream()
 
-    def consume() -> None:
-        for item in stream:
-            rows[0] += item.batch.num_rows
-            item.ack()
+    def count(item: Any) -> None:
+        rows[0] += item.batch.num_rows
 
-    with stream:
-        threading.Thread(target=consume, daemon=True).start()
-        for line in sys.stdin:
-            if line.strip() == "stop":
-                break
-            print(json.dumps({"cpu": _cpu(), "polls": polls[0], "poll_cpu": poll_cpu[0],
-                              "rows": rows[0]}), flush=True)
-
-
-class StreamChild:
-    def __init__(self, root: Path) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "benchmarks.bench_history", "--child", str(root)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-            cwd=Path(__file__).resolve().parent.parent)
-
-    def report(self) -> dict[str, Any]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write("report\n")
-        self.proc.stdin.flush()
-        return dict(json.loads(self.proc.stdout.readline()))
-
-    def stop(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write("stop\n")
-        self.proc.stdin.flush()
-        self.proc.wait(timeout=60)
+    serve_stream_reports(stream, count, lambda: {
+        "cpu": _cpu(), "polls": polls[0], "poll_cpu": poll_cpu[0], "rows": rows[0]})
 
 
 # --------------------------------------------------------------------------- measurements
@@ -185,7 +157,7 @@ def measure(history: int, commits: int) -> dict[str, Any]:
             catalog.load_table(identifier)
             loads.append(_cpu() - start)
         java = java_refresh(hadoop_copy(catalog, identifier, root))
-        stream = StreamChild(root)
+        stream = StreamChild("benchmarks.bench_history", str(root))
         try:
             first = stream.report()
             while stream.report()["polls"] < first["polls"] + 3:  # started and polling

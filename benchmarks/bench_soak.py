@@ -24,11 +24,9 @@ without an upward trend, every row exactly once.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -36,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import md_table, median, verdict
+from benchmarks.common import StreamChild, md_table, median, serve_stream_reports, verdict
 
 POLL_MS = 200
 WINDOW_S = 60.0
@@ -65,29 +63,24 @@ def child(root: str) -> None:
         "pollIntervalMs": str(POLL_MS), "startingVersion": "earliest"})
     stream = source.stream(checkpoint=str(ckpt), checkpoint_interval_s=1)
 
-    def consume() -> None:
-        for item in stream:
-            for value in item.batch.column("id").to_pylist():
-                if value in seen:
-                    counts["duplicates"] += 1
-                seen.add(value)
-            counts["rows"] += item.batch.num_rows
-            item.ack()
+    def check(item: Any) -> None:
+        for value in item.batch.column("id").to_pylist():
+            if value in seen:
+                counts["duplicates"] += 1
+            seen.add(value)
+        counts["rows"] += item.batch.num_rows
 
-    with stream:
-        threading.Thread(target=consume, daemon=True).start()
-        for line in sys.stdin:
-            if line.strip() == "stop":
-                break
-            r = resource.getrusage(resource.RUSAGE_SELF)
-            lag = stream.lag
-            size = sum(p.stat().st_size for p in ckpt.rglob("*") if p.is_file()) \
-                if ckpt.exists() else 0
-            print(json.dumps({
-                "cpu": r.ru_utime + r.ru_stime, "rss_mb": _rss_mb(), "rows": counts["rows"],
+    def report() -> dict[str, Any]:
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        lag = stream.lag
+        size = sum(p.stat().st_size for p in ckpt.rglob("*") if p.is_file()) \
+            if ckpt.exists() else 0
+        return {"cpu": r.ru_utime + r.ru_stime, "rss_mb": _rss_mb(), "rows": counts["rows"],
                 "distinct": len(seen), "duplicates": counts["duplicates"],
                 "lag_records": lag.records, "lag_seconds": lag.seconds,
-                "lag_snapshots": lag.snapshots, "checkpoint_bytes": size}), flush=True)
+                "lag_snapshots": lag.snapshots, "checkpoint_bytes": size}
+
+    serve_stream_reports(stream, check, report)
 
 
 class Writer(threading.Thread):
@@ -131,17 +124,8 @@ def soak(minutes: float, window_s: float = WINDOW_S) -> dict[str, Any]:
     try:
         catalog = make_catalog(root)
         make_table(catalog, "soak.t")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "benchmarks.bench_soak", "--child", str(root)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-            cwd=Path(__file__).resolve().parent.parent)
-        assert proc.stdin is not None and proc.stdout is not None
-
-        def report() -> dict[str, Any]:
-            assert proc.stdin is not None and proc.stdout is not None
-            proc.stdin.write("report\n")
-            proc.stdin.flush()
-            return dict(json.loads(proc.stdout.readline()))
+        child_process = StreamChild("benchmarks.bench_soak", str(root))
+        report = child_process.report
 
         # the history a long-running table has: KEEP snapshots before the first window
         table = catalog.load_table("soak.t")
@@ -185,9 +169,7 @@ def soak(minutes: float, window_s: float = WINDOW_S) -> dict[str, Any]:
         while final["distinct"] < written and time.monotonic() < deadline:
             time.sleep(0.5)
             final = report()
-        proc.stdin.write("stop\n")
-        proc.stdin.flush()
-        proc.wait(timeout=120)
+        child_process.stop()
         head_ids = catalog.load_table("soak.t").scan().to_arrow().column("id").to_pylist()
         return {"windows": windows, "written": written, "commits": writer.commits,
                 "idle_cpu_per_s_ms": idle_per_s * 1000,

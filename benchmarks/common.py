@@ -118,6 +118,49 @@ def run_child(module: str, *args: str, timeout: float = 1800) -> dict[str, Any]:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def serve_stream_reports(stream: Any, on_item: Callable[[Any], None],
+                         report: Callable[[], dict[str, Any]]) -> None:
+    """The body of a benchmark's stream child: consume ``stream`` on a thread (``on_item``
+    for every item, then its ack) and answer every line on stdin with ``report()`` as one
+    JSON line, until ``stop`` (see :class:`StreamChild`)."""
+    import threading
+
+    def consume() -> None:
+        for item in stream:
+            on_item(item)
+            item.ack()
+
+    with stream:
+        threading.Thread(target=consume, daemon=True).start()
+        for line in sys.stdin:
+            if line.strip() == "stop":
+                break
+            print(json.dumps(report()), flush=True)
+
+
+class StreamChild:
+    """A stream child process (``python -m module --child ARGS``) answering reports."""
+
+    def __init__(self, module: str, *args: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", module, "--child", *args],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                     cwd=ROOT.parent)
+
+    def report(self) -> dict[str, Any]:
+        """The child's report now."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write("report\n")
+        self.proc.stdin.flush()
+        return dict(json.loads(self.proc.stdout.readline()))
+
+    def stop(self, timeout_s: float = 120) -> None:
+        """Stop the child's stream (its final checkpoint) and wait for the process."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("stop\n")
+        self.proc.stdin.flush()
+        self.proc.wait(timeout=timeout_s)
+
+
 def child_report(**values: Any) -> None:
     """Print the child's result line (read by :func:`run_child`)."""
     print(json.dumps(values), flush=True)
