@@ -12,13 +12,12 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
-from pyiceberg.exceptions import NoSuchTableError
 
-from icefloe import CheckpointMismatchError, IcebergSource, SnapshotPolicyError
+from icefloe import CheckpointMismatchError, IcebergSource, SnapshotPolicyError, TableNotFoundError
+from icefloe.catalog.handle import TableHandle
 from icefloe.cli import main as cli_main
 from icefloe.local.stream import LocalStream
 from icefloe.state import open_store
@@ -224,19 +223,20 @@ def test_cli_stream_available_now_and_checkpoint_show(setup, tmp_path: Path, cap
 
 
 def _count_missing_loads(catalog: SqlCatalog, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The catalog's ``load_table`` calls that found no table, from now on (the stream's
-    polls: it loads through the catalog object it was given)."""
+    """The stream's polls (``TableHandle.refresh``: the pointer probe, or a whole load) that
+    found no table in ``catalog``, from now on."""
     missed: list[str] = []
-    real = catalog.load_table
+    real = TableHandle.refresh
 
-    def load_table(identifier: Any) -> Any:
+    def refresh(self: TableHandle) -> TableHandle:
         try:
-            return real(identifier)
-        except NoSuchTableError:
-            missed.append(str(identifier))
+            return real(self)
+        except TableNotFoundError:
+            if self.catalog is catalog:
+                missed.append(self.identifier)
             raise
 
-    monkeypatch.setattr(catalog, "load_table", load_table)
+    monkeypatch.setattr(TableHandle, "refresh", refresh)
     return missed
 
 

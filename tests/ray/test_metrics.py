@@ -25,8 +25,13 @@ pytestmark = [pytest.mark.ray, pytest.mark.timeout(300), *RAY_WARNINGS]
 APPENDS = (4, 6)
 
 
+TABLE = "db.ray_metrics"
+"""A table name no other test's stream uses: Ray's counters live as long as the test
+session's Ray, and sum every actor's reports with the same labels."""
+
+
 def ray_metric(port: int, name: str) -> float | None:
-    """``name``'s value for table ``db.events`` on the endpoint at ``port`` (None: not
+    """``name``'s value for table :data:`TABLE` on the endpoint at ``port`` (None: not
     there yet)."""
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
@@ -35,7 +40,7 @@ def ray_metric(port: int, name: str) -> float | None:
         return None  # the agent is still starting
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            if sample.name == name and sample.labels.get("table") == "db.events":
+            if sample.name == name and sample.labels.get("table") == TABLE:
                 return sample.value
     return None
 
@@ -46,9 +51,9 @@ def test_a_known_lag_reaches_ray_metrics(catalog: SqlCatalog, tmp_path: Path,
 
     port = ray._private.worker.global_worker.node.metrics_export_port
     assert port and port > 0, "Ray runs without a metrics export port"
-    table = make_table(catalog)
+    table = make_table(catalog, TABLE)
     table.append(rows(10))
-    stream = icefloe.ray.RayStream("db.events", catalog=catalog,
+    stream = icefloe.ray.RayStream(TABLE, catalog=catalog,
                                    options={"pollIntervalMs": "50"},
                                    checkpoint=str(tmp_path / "ckpt"), num_readers=1,
                                    reader_num_cpus=0.25, metrics_interval_s=0.5,
