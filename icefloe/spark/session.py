@@ -91,15 +91,17 @@ def register(spark: SparkSession) -> None:
 def session(master: str = "local[2]", app_name: str = "icefloe",
             config: Mapping[str, str] | None = None, preload: bool = True, *,
             remote: str | None = None) -> SparkSession:
-    """A SparkSession (created, or the running one) whose Python workers run this interpreter.
+    """A SparkSession (created, or the running one) whose Python workers run this interpreter
+    (with a local master, or when nothing else is set), or ``config["spark.pyspark.python"]``
+    (a cluster's: e.g. ``./environment/bin/python`` of a ``spark.archives`` environment).
 
     With ``remote`` (``sc://host:port``) it is a Spark Connect client session instead:
     ``master`` and ``preload`` do not apply (the server chose its master and Python
     workers when it started), and only runtime settings are sent: Python filter
     pushdown enabled, then ``config``. The ``icefloe`` format is registered.
 
-    Sets ``PYSPARK_PYTHON`` and ``PYSPARK_DRIVER_PYTHON`` to ``sys.executable`` (so executors
-    import the same icefloe), and small-footprint defaults: 1 GiB driver memory, 2 shuffle
+    Sets ``PYSPARK_PYTHON`` accordingly, ``PYSPARK_DRIVER_PYTHON`` to ``sys.executable``,
+    and small-footprint defaults: 1 GiB driver memory, 2 shuffle
     partitions, no UI, Python filter pushdown enabled (used only by ``pushFilters=true``
     reads). With ``preload``, Python workers fork from
     :mod:`icefloe.spark.daemon`, which has imported icefloe already (saves seconds per
@@ -108,7 +110,12 @@ def session(master: str = "local[2]", app_name: str = "icefloe",
     """
     if remote is not None:
         return _connect_session(remote, app_name, config)
-    os.environ["PYSPARK_PYTHON"] = sys.executable
+    # PySpark takes the Python workers' interpreter from the variable only, not the setting
+    shipped = (config or {}).get("spark.pyspark.python")
+    if shipped:  # e.g. ./environment/bin/python of a packed environment (spark.archives)
+        os.environ["PYSPARK_PYTHON"] = shipped
+    elif master.startswith("local") or "PYSPARK_PYTHON" not in os.environ:
+        os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     settings = {
         "spark.driver.memory": "1g",

@@ -1,0 +1,193 @@
+"""icefloe on a Spark standalone cluster whose hosts share nothing but the network.
+
+Hosts: ``s3`` (SeaweedFS: S3 and the Iceberg REST catalog), ``master`` (the Spark master),
+``w1`` and ``w2`` (Spark workers with Spark installed and nothing of icefloe); the driver
+on the client machine ships icefloe as a packed environment (``spark.archives``). Tables
+are written by PyIceberg through the REST catalog; rows against PyIceberg's scans.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+from pyiceberg.catalog import load_catalog
+from pyiceberg.table import Table
+
+from icefloe.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedFS
+from tests.cluster.envpack import packed_env
+from tests.cluster.hosts import Host, Network
+from tests.cluster.spark_cluster import (
+    SPARK_HOME,
+    SparkStandalone,
+    driver_conf,
+    driver_result,
+    run_driver,
+    wait_for,
+)
+from tests.conftest import sorted_rows
+from tests.helpers.tables import make_table, rows
+from tests.spark.support import normalized
+
+pytestmark = pytest.mark.timeout(900)
+
+
+@pytest.fixture(scope="module")
+def cluster(network: Network, seaweed: SeaweedFS) -> Iterator[SparkStandalone]:
+    spark = {"/opt/spark": str(SPARK_HOME)}
+    master = network.add("master", spark)
+    workers = [network.add(name, spark) for name in ("w1", "w2")]
+    yield SparkStandalone(network, master, workers).start()
+
+
+@pytest.fixture(scope="module")
+def archive() -> Path:
+    return packed_env()
+
+
+def rest_options(seaweed: SeaweedFS) -> dict[str, str]:
+    return {"catalog": "lake", **{f"catalog.{k}": v for k, v in seaweed.rest_properties().items()}}
+
+
+@pytest.fixture(scope="module")
+def events(seaweed: SeaweedFS) -> Table:
+    """``cluster.events`` in the REST catalog: 12 appends of 500 rows (12 data files)."""
+    catalog = load_catalog("lake", **seaweed.rest_properties())
+    catalog.create_namespace_if_not_exists("cluster")
+    table = make_table(catalog, "cluster.events")
+    for i in range(12):
+        table.append(rows(500, start=i * 500))
+    return table
+
+
+def executor_hosts(workers: list[Host]) -> set[str]:
+    """Worker hosts where an executor ran a task (its stderr in the worker's work dir)."""
+    return {w.name for w in workers
+            if any("Running task" in f.read_text(errors="replace")
+                   for f in (w.disk / "work").rglob("stderr"))}
+
+
+def files_containing(roots: list[Path], needles: list[str]) -> list[str]:
+    """Files under ``roots`` whose text contains any of ``needles`` (logs, event logs)."""
+    found = []
+    for root in roots:
+        for path in root.rglob("*"):
+            if path.is_file() and path.suffix not in (".gz", ".jar", ".parquet", ".so") \
+                    and "environment" not in path.parts:
+                text = path.read_text(errors="replace")
+                found += [f"{path}: {n[:4]}..." for n in needles if n in text]
+    return found
+
+
+def test_bounded_read_on_executors_that_only_have_the_archive(
+        cluster: SparkStandalone, seaweed: SeaweedFS, events: Table, archive: Path,
+        tmp_path: Path) -> None:
+    work = tmp_path / "driver"
+    job = {"master": cluster.url, "table": "cluster.events",
+           "options": {**rest_options(seaweed), "splitSize": "1"},
+           "conf": driver_conf(archive, tmp_path / "events-log"),
+           "out": str(tmp_path / "rows.parquet")}
+    (tmp_path / "events-log").mkdir()
+    report = driver_result(run_driver(work, job), work)
+    expected = normalized(events.scan().to_arrow())
+    got = pq.read_table(tmp_path / "rows.parquet")
+    assert report["rows"] == expected.num_rows == 6000
+    assert sorted_rows(got) == sorted_rows(expected)
+    assert executor_hosts(cluster.workers) == {"w1", "w2"}
+    secrets = [SECRET_KEY, f"{ACCESS_KEY}:{SECRET_KEY}"]
+    leaks = files_containing([w.disk for w in cluster.workers] + [tmp_path / "events-log"],
+                             secrets)
+    assert leaks == [], "a secret in an executor log or the Spark event log"
+
+
+@pytest.fixture(scope="module")
+def backfill(seaweed: SeaweedFS) -> Table:
+    """``cluster.backfill``: 40 appends of 1,000 rows, read as 40 one-file tasks."""
+    catalog = load_catalog("lake", **seaweed.rest_properties())
+    catalog.create_namespace_if_not_exists("cluster")
+    table = make_table(catalog, "cluster.backfill")
+    for i in range(40):
+        table.append(rows(1000, start=i * 1000))
+    return table
+
+
+def _backfill_job(cluster: SparkStandalone, seaweed: SeaweedFS, archive: Path, tmp_path: Path,
+                  **conf: str) -> dict[str, Any]:
+    (tmp_path / "events-log").mkdir(exist_ok=True)
+    return {"master": cluster.url, "table": "cluster.backfill",
+            "options": {**rest_options(seaweed), "splitSize": "1"},
+            "conf": driver_conf(archive, tmp_path / "events-log", **conf),
+            "out": str(tmp_path / "rows.parquet")}
+
+
+def _tasks_started(host: Host) -> int:
+    return sum(f.read_text(errors="replace").count("Running task")
+               for f in (host.disk / "work").rglob("stderr"))
+
+
+def _check_exact(report: dict[str, Any], table: Table, tmp_path: Path) -> None:
+    expected = normalized(table.scan().to_arrow())
+    got = pq.read_table(tmp_path / "rows.parquet")
+    assert report["rows"] == got.num_rows == expected.num_rows, "rows lost or repeated"
+    assert sorted_rows(got) == sorted_rows(expected)
+
+
+def test_a_worker_host_killed_mid_backfill(
+        cluster: SparkStandalone, seaweed: SeaweedFS, backfill: Table, archive: Path,
+        tmp_path: Path) -> None:
+    """Every process of host w2 SIGKILLed while its executor reads: the lost tasks run
+    again on w1, and the result holds exactly the oracle's rows."""
+    victim = cluster.workers[1]
+    work = tmp_path / "driver"
+    driver = run_driver(work, _backfill_job(cluster, seaweed, archive, tmp_path))
+    try:
+        wait_for(lambda: _tasks_started(victim) >= 1 or driver.poll() is not None,
+                 "a task on w2", timeout_s=300)
+        assert driver.poll() is None, "the backfill ended before w2 ran a task"
+        killed = victim.kill()
+        assert killed >= 2  # the worker JVM, its executor JVM (and Python workers)
+        report = driver_result(driver, work)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+        cluster.start_worker(victim)  # the host comes back for the next test
+    log = (work / "driver.log").read_text(errors="replace")
+    assert "Lost executor" in log or "lost worker" in log.lower(), log[-3000:]
+    _check_exact(report, backfill, tmp_path)
+
+
+def test_a_worker_cut_off_longer_than_the_heartbeat_timeout(
+        cluster: SparkStandalone, seaweed: SeaweedFS, backfill: Table, archive: Path,
+        tmp_path: Path) -> None:
+    """w1's link down for longer than ``spark.network.timeout`` mid-backfill, then up
+    again: its tasks are rescheduled on w2 and no row is lost or repeated."""
+    cut = cluster.workers[0]
+    work = tmp_path / "driver"
+    job = _backfill_job(cluster, seaweed, archive, tmp_path,
+                        **{"spark.network.timeout": "12s",
+                           "spark.executor.heartbeatInterval": "2s"})
+    before = _tasks_started(cut)
+    driver = run_driver(work, job)
+    try:
+        wait_for(lambda: _tasks_started(cut) > before or driver.poll() is not None,
+                 "a task on w1", timeout_s=300)
+        assert driver.poll() is None, "the backfill ended before w1 ran a task"
+        cut.link(up=False)
+        try:
+            wait_for(lambda: "no recent heartbeats" in
+                     (work / "driver.log").read_text(errors="replace")
+                     or driver.poll() is not None, "the driver declaring w1's executor lost",
+                     timeout_s=180)
+        finally:
+            cut.link(up=True)
+        report = driver_result(driver, work)
+    finally:
+        cut.link(up=True)
+        if driver.poll() is None:
+            driver.kill()
+    _check_exact(report, backfill, tmp_path)
+    wait_for(lambda: cut.address in cluster.alive_workers(), "w1 back in the cluster",
+             timeout_s=120)
