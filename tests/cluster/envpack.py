@@ -20,8 +20,9 @@ ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / "build" / "cluster"
 
 
-def _fingerprint() -> str:
-    digest = hashlib.sha256((ROOT / "uv.lock").read_bytes())
+def _fingerprint(extra: str) -> str:
+    digest = hashlib.sha256(extra.encode() + (ROOT / "uv.lock").read_bytes()
+                            + Path(__file__).read_bytes())
     for path in sorted((ROOT / "icefloe").rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts:
             digest.update(str(path.relative_to(ROOT)).encode())
@@ -35,17 +36,24 @@ def _run(args: list[str]) -> None:
         raise RuntimeError(f"{' '.join(args[:3])} failed: {done.stderr[-2000:]}")
 
 
-def packed_env() -> Path:
-    """The path of the packed environment (built once per lock file and source tree)."""
-    archive = CACHE / f"icefloe-env-{_fingerprint()}.tar.gz"
+def packed_env(extra: str = "spark", project: bool = True) -> Path:
+    """The path of the packed environment with icefloe's ``extra`` (``spark``: without
+    PySpark; ``ray``: Ray included, the nodes' Ray), with icefloe itself or (``project``
+    false) only its dependencies; built once per lock file and sources."""
+    kind = f"{extra}-{'icefloe' if project else 'deps'}"
+    archive = CACHE / f"{kind}-env-{_fingerprint(kind)}.tar.gz"
     if archive.exists():
         return archive
-    work = CACHE / "pack"
+    work = CACHE / f"pack-{kind}"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     uv = shutil.which("uv") or str(Path.home() / ".local" / "bin" / "uv")
     requirements = work / "requirements.txt"
-    _run([uv, "export", "--frozen", "--no-dev", "--extra", "spark", "--no-emit-project",
+    # the ray pack also takes the spark extra's dependencies: its grpcio is what Ray Client
+    # needs (ray[client]), and the lock pins it there
+    extras = [arg for name in ((extra, "spark") if extra == "ray" else (extra,))
+              for arg in ("--extra", name)]
+    _run([uv, "export", "--frozen", "--no-dev", *extras, "--no-emit-project",
           "--no-hashes", "--quiet", "-o", str(requirements)])
     wanted = [line for line in requirements.read_text().splitlines()
               if line and not line.startswith((" ", "#", "pyspark"))]
@@ -55,8 +63,9 @@ def packed_env() -> Path:
     _run([uv, "venv", "--quiet", "--python", base, str(env)])
     _run([uv, "pip", "install", "--quiet", "--python", str(env / "bin" / "python"),
           "-r", str(requirements)])
-    _run([uv, "pip", "install", "--quiet", "--python", str(env / "bin" / "python"),
-          "--no-deps", str(ROOT)])
+    if project:
+        _run([uv, "pip", "install", "--quiet", "--python", str(env / "bin" / "python"),
+              "--no-deps", str(ROOT)])
     partial = archive.with_suffix(".partial")
     _run([str(Path(sys.executable).parent / "venv-pack"), "-p", str(env), "-o", str(partial),
           "--format", "tar.gz", "--compress-level", "1", "--force", "--quiet"])

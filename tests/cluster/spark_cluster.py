@@ -10,8 +10,10 @@ driver (its planner workers) and on executors (the unpacked archive).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -134,8 +136,22 @@ def driver_result(process: subprocess.Popen[str], workdir: Path, timeout_s: floa
     try:
         out, _ = process.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        os.killpg(process.pid, 9)
+        stop_driver(process)
         raise
-    log = (workdir / "driver.log").read_text(errors="replace")
-    assert process.returncode == 0, f"driver exited {process.returncode}: {log[-4000:]}"
+    assert process.returncode == 0, f"driver exited {process.returncode}: {driver_log(workdir)}"
     return dict(json.loads(out.strip().splitlines()[-1]))
+
+
+def driver_log(workdir: Path, chars: int = 4000) -> str:
+    """The tail of the driver's log (its stderr)."""
+    path = workdir / "driver.log"
+    return path.read_text(errors="replace")[-chars:] if path.exists() else "(no log)"
+
+
+def stop_driver(process: subprocess.Popen[str]) -> None:
+    """SIGKILL the driver's process group (Python and its JVM) if it still runs; reap it."""
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.communicate(timeout=30)

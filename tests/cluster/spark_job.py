@@ -1,9 +1,9 @@
 """Driver program of the cluster tier: ``python spark_job.py '<json>'`` (run by the tests).
 
 Job keys: ``master`` (a ``spark://`` URL) or ``remote`` (``sc://``), ``conf`` (session
-settings), ``table``, ``options`` (Spark options, ``catalog.<prop>`` included), ``out``
-(a Parquet file on the driver for the rows read), ``changelog`` (bool). Prints one JSON
-line: rows read and the executors that served the session.
+settings), ``reads``: a list of ``{"table", "options", "out"}`` (Spark options with
+``catalog.<prop>``; ``out`` a Parquet file on the driver for the rows read). Prints one
+JSON line: the rows of each read and the block managers of the session (classic).
 """
 
 from __future__ import annotations
@@ -25,12 +25,11 @@ def main() -> None:
                                       config=job.get("conf"))
         spark.sparkContext.setLogLevel("WARN")
     try:
-        options = dict(job["options"])
-        if job.get("changelog"):
-            options["changelog"] = "true"
-        table = icefloe.spark.read(spark, job["table"], options=options).toArrow()
-        pq.write_table(table, job["out"])
-        report = {"rows": table.num_rows}
+        report: dict[str, object] = {"rows": []}
+        for read in job["reads"]:
+            table = icefloe.spark.read(spark, read["table"], options=read["options"]).toArrow()
+            pq.write_table(table, read["out"])
+            report["rows"].append(table.num_rows)  # type: ignore[attr-defined]
         if not job.get("remote"):
             status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus()
             report["block_managers"] = int(status.size())

@@ -8,6 +8,7 @@ are written by PyIceberg through the REST catalog; rows against PyIceberg's scan
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,19 +18,26 @@ import pytest
 from pyiceberg.catalog import load_catalog
 from pyiceberg.table import Table
 
+import icefloe.spark
 from icefloe.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedFS
 from tests.cluster.envpack import packed_env
 from tests.cluster.hosts import Host, Network
 from tests.cluster.spark_cluster import (
+    PATH,
     SPARK_HOME,
     SparkStandalone,
     driver_conf,
+    driver_log,
     driver_result,
     run_driver,
+    stop_driver,
     wait_for,
 )
+from tests.cluster.support import files_containing, rest_options
 from tests.conftest import sorted_rows
+from tests.helpers.changelog import check_every_snapshot
 from tests.helpers.tables import make_table, rows
+from tests.spark.connect_server import ConnectServer
 from tests.spark.support import normalized
 
 pytestmark = pytest.mark.timeout(900)
@@ -40,7 +48,11 @@ def cluster(network: Network, seaweed: SeaweedFS) -> Iterator[SparkStandalone]:
     spark = {"/opt/spark": str(SPARK_HOME)}
     master = network.add("master", spark)
     workers = [network.add(name, spark) for name in ("w1", "w2")]
-    yield SparkStandalone(network, master, workers).start()
+    try:
+        yield SparkStandalone(network, master, workers).start()
+    finally:  # the hosts' processes; the namespaces go with the network
+        for host in (master, *workers):
+            host.kill()
 
 
 @pytest.fixture(scope="module")
@@ -48,19 +60,17 @@ def archive() -> Path:
     return packed_env()
 
 
-def rest_options(seaweed: SeaweedFS) -> dict[str, str]:
-    return {"catalog": "lake", **{f"catalog.{k}": v for k, v in seaweed.rest_properties().items()}}
-
-
 @pytest.fixture(scope="module")
 def events(seaweed: SeaweedFS) -> Table:
-    """``cluster.events`` in the REST catalog: 12 appends of 500 rows (12 data files)."""
+    """``cluster.events`` in the REST catalog: 12 appends of 500 rows, then a delete of
+    ids below 10 (a copy-on-write rewrite)."""
     catalog = load_catalog("lake", **seaweed.rest_properties())
     catalog.create_namespace_if_not_exists("cluster")
     table = make_table(catalog, "cluster.events")
     for i in range(12):
         table.append(rows(500, start=i * 500))
-    return table
+    table.delete("id < 10")
+    return catalog.load_table("cluster.events")
 
 
 def executor_hosts(workers: list[Host]) -> set[str]:
@@ -70,32 +80,24 @@ def executor_hosts(workers: list[Host]) -> set[str]:
                    for f in (w.disk / "work").rglob("stderr"))}
 
 
-def files_containing(roots: list[Path], needles: list[str]) -> list[str]:
-    """Files under ``roots`` whose text contains any of ``needles`` (logs, event logs)."""
-    found = []
-    for root in roots:
-        for path in root.rglob("*"):
-            if path.is_file() and path.suffix not in (".gz", ".jar", ".parquet", ".so") \
-                    and "environment" not in path.parts:
-                text = path.read_text(errors="replace")
-                found += [f"{path}: {n[:4]}..." for n in needles if n in text]
-    return found
-
-
-def test_bounded_read_on_executors_that_only_have_the_archive(
+def test_bounded_and_changelog_reads_on_executors_that_only_have_the_archive(
         cluster: SparkStandalone, seaweed: SeaweedFS, events: Table, archive: Path,
         tmp_path: Path) -> None:
     work = tmp_path / "driver"
-    job = {"master": cluster.url, "table": "cluster.events",
-           "options": {**rest_options(seaweed), "splitSize": "1"},
-           "conf": driver_conf(archive, tmp_path / "events-log"),
-           "out": str(tmp_path / "rows.parquet")}
     (tmp_path / "events-log").mkdir()
+    options = {**rest_options(seaweed), "splitSize": "1"}
+    job = {"master": cluster.url, "conf": driver_conf(archive, tmp_path / "events-log"),
+           "reads": [{"table": "cluster.events", "options": options,
+                      "out": str(tmp_path / "rows.parquet")},
+                     {"table": "cluster.events", "options": {**options, "changelog": "true"},
+                      "out": str(tmp_path / "changes.parquet")}]}
     report = driver_result(run_driver(work, job), work)
     expected = normalized(events.scan().to_arrow())
     got = pq.read_table(tmp_path / "rows.parquet")
-    assert report["rows"] == expected.num_rows == 6000
+    assert report["rows"][0] == expected.num_rows == 5990  # ids 0..5999 but 0..9
     assert sorted_rows(got) == sorted_rows(expected)
+    changes = pq.read_table(tmp_path / "changes.parquet")
+    assert check_every_snapshot(events, changes) == len(events.snapshots()) >= 13
     assert executor_hosts(cluster.workers) == {"w1", "w2"}
     secrets = [SECRET_KEY, f"{ACCESS_KEY}:{SECRET_KEY}"]
     leaks = files_containing([w.disk for w in cluster.workers] + [tmp_path / "events-log"],
@@ -117,10 +119,10 @@ def backfill(seaweed: SeaweedFS) -> Table:
 def _backfill_job(cluster: SparkStandalone, seaweed: SeaweedFS, archive: Path, tmp_path: Path,
                   **conf: str) -> dict[str, Any]:
     (tmp_path / "events-log").mkdir(exist_ok=True)
-    return {"master": cluster.url, "table": "cluster.backfill",
-            "options": {**rest_options(seaweed), "splitSize": "1"},
+    return {"master": cluster.url,
             "conf": driver_conf(archive, tmp_path / "events-log", **conf),
-            "out": str(tmp_path / "rows.parquet")}
+            "reads": [{"table": "cluster.backfill", "out": str(tmp_path / "rows.parquet"),
+                       "options": {**rest_options(seaweed), "splitSize": "1"}}]}
 
 
 def _tasks_started(host: Host) -> int:
@@ -131,7 +133,7 @@ def _tasks_started(host: Host) -> int:
 def _check_exact(report: dict[str, Any], table: Table, tmp_path: Path) -> None:
     expected = normalized(table.scan().to_arrow())
     got = pq.read_table(tmp_path / "rows.parquet")
-    assert report["rows"] == got.num_rows == expected.num_rows, "rows lost or repeated"
+    assert report["rows"] == [got.num_rows] == [expected.num_rows], "rows lost or repeated"
     assert sorted_rows(got) == sorted_rows(expected)
 
 
@@ -142,19 +144,20 @@ def test_a_worker_host_killed_mid_backfill(
     again on w1, and the result holds exactly the oracle's rows."""
     victim = cluster.workers[1]
     work = tmp_path / "driver"
+    before = _tasks_started(victim)
     driver = run_driver(work, _backfill_job(cluster, seaweed, archive, tmp_path))
     try:
-        wait_for(lambda: _tasks_started(victim) >= 1 or driver.poll() is not None,
+        wait_for(lambda: _tasks_started(victim) > before or driver.poll() is not None,
                  "a task on w2", timeout_s=300)
-        assert driver.poll() is None, "the backfill ended before w2 ran a task"
+        assert driver.poll() is None, \
+            f"the backfill ended before w2 ran a task: {driver_log(work)}"
         killed = victim.kill()
-        assert killed >= 2  # the worker JVM, its executor JVM (and Python workers)
+        assert killed >= 2  # the worker JVM, its executor JVM (and any Python workers)
         report = driver_result(driver, work)
     finally:
-        if driver.poll() is None:
-            driver.kill()
+        stop_driver(driver)
         cluster.start_worker(victim)  # the host comes back for the next test
-    log = (work / "driver.log").read_text(errors="replace")
+    log = driver_log(work, 100_000)
     assert "Lost executor" in log or "lost worker" in log.lower(), log[-3000:]
     _check_exact(report, backfill, tmp_path)
 
@@ -168,13 +171,15 @@ def test_a_worker_cut_off_longer_than_the_heartbeat_timeout(
     work = tmp_path / "driver"
     job = _backfill_job(cluster, seaweed, archive, tmp_path,
                         **{"spark.network.timeout": "12s",
+                           "spark.network.timeoutInterval": "4s",
                            "spark.executor.heartbeatInterval": "2s"})
     before = _tasks_started(cut)
     driver = run_driver(work, job)
     try:
         wait_for(lambda: _tasks_started(cut) > before or driver.poll() is not None,
                  "a task on w1", timeout_s=300)
-        assert driver.poll() is None, "the backfill ended before w1 ran a task"
+        assert driver.poll() is None, \
+            f"the backfill ended before w1 ran a task: {driver_log(work)}"
         cut.link(up=False)
         try:
             wait_for(lambda: "no recent heartbeats" in
@@ -186,8 +191,45 @@ def test_a_worker_cut_off_longer_than_the_heartbeat_timeout(
         report = driver_result(driver, work)
     finally:
         cut.link(up=True)
-        if driver.poll() is None:
-            driver.kill()
+        stop_driver(driver)
     _check_exact(report, backfill, tmp_path)
     wait_for(lambda: cut.address in cluster.alive_workers(), "w1 back in the cluster",
              timeout_s=120)
+
+
+@pytest.fixture(scope="module")
+def connect_server(cluster: SparkStandalone) -> Iterator[ConnectServer]:
+    """A Spark Connect server on the master host (its driver there), with Spark and nothing
+    of icefloe: the client ships the packed environment as a session artifact, unpacked in
+    the session's directory where the Python workers start (``./environment``)."""
+    host = cluster.master
+    server = ConnectServer(
+        host.disk / "connect", host=host.address, port=15002, master=cluster.url,
+        python="./environment/bin/python", prefix=host.wrap(()), spark_home=Path("/opt/spark"),
+        base_env={"PATH": PATH, "HOME": str(host.disk)},
+        conf={"spark.executor.memory": "640m", "spark.executor.cores": "1",
+              "spark.cores.max": "2", "spark.python.daemon.module": "pyspark.daemon"})
+    with server:
+        yield server
+
+
+def test_reads_through_a_connect_server_on_the_cluster(
+        connect_server: ConnectServer, seaweed: SeaweedFS, events: Table,
+        archive: Path) -> None:
+    saved = {key: os.environ.get(key) for key in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")}
+    spark = icefloe.spark.session(remote=connect_server.url)
+    try:
+        spark.addArtifacts(f"{archive}#environment", archive=True)
+        options = {**rest_options(seaweed), "splitSize": "1"}
+        got = icefloe.spark.read(spark, "cluster.events", options=options).toArrow()
+        changes = icefloe.spark.read(spark, "cluster.events",
+                                     options={**options, "changelog": "true"}).toArrow()
+    finally:
+        spark.stop()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    assert sorted_rows(got) == sorted_rows(normalized(events.scan().to_arrow()))
+    assert check_every_snapshot(events, changes) == len(events.snapshots())

@@ -49,12 +49,15 @@ class ConnectServer:
         conf: more ``--conf`` settings.
         prefix: a command prefix (e.g. ``ip netns exec HOST``) to start it elsewhere.
         env: more environment variables of the server.
+        spark_home: the Spark installation as the server's host sees it.
+        base_env: the environment to start from (default: this process's).
     """
 
     def __init__(self, root: Path, host: str = "127.0.0.1", port: int | None = None,
                  master: str = "local[2]", python: str = sys.executable,
                  conf: Mapping[str, str] | None = None, prefix: Sequence[str] = (),
-                 env: Mapping[str, str] | None = None) -> None:
+                 env: Mapping[str, str] | None = None, spark_home: Path = SPARK_HOME,
+                 base_env: Mapping[str, str] | None = None) -> None:
         self.root = root
         self.host = host
         self.port = port if port is not None else free_port(host)
@@ -63,6 +66,8 @@ class ConnectServer:
         self.conf = dict(conf or {})
         self.prefix = list(prefix)
         self.extra_env = dict(env or {})
+        self.spark_home = spark_home
+        self.base_env = dict(base_env) if base_env is not None else None
         self.log = root / "connect-server.log"
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -86,7 +91,7 @@ class ConnectServer:
             "spark.local.dir": str(self.root / "local"),
             **self.conf,
         }
-        args = [*self.prefix, str(SPARK_HOME / "sbin" / "start-connect-server.sh"), "--wait",
+        args = [*self.prefix, str(self.spark_home / "sbin" / "start-connect-server.sh"), "--wait",
                 "--master", self.master]
         for key, value in conf.items():
             args += ["--conf", f"{key}={value}"]
@@ -95,7 +100,8 @@ class ConnectServer:
     def start(self, timeout_s: float = 180.0) -> ConnectServer:
         """Start the server and wait until its port answers (fails with its log's tail)."""
         (self.root / "local").mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": self.host,
+        base = self.base_env if self.base_env is not None else os.environ
+        env = {**base, "SPARK_HOME": str(self.spark_home), "SPARK_LOCAL_IP": self.host,
                "SPARK_LOG_DIR": str(self.root), "SPARK_PID_DIR": str(self.root),
                "PYSPARK_PYTHON": self.python, **self.extra_env}
         for key in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "PYSPARK_DRIVER_PYTHON"):
