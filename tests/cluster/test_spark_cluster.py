@@ -8,14 +8,14 @@ are written by PyIceberg through the REST catalog; rows against PyIceberg's scan
 
 from __future__ import annotations
 
-import os
+import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from pyiceberg.catalog import load_catalog
 from pyiceberg.table import Table
 
 import icefloe.spark
@@ -33,11 +33,10 @@ from tests.cluster.spark_cluster import (
     stop_driver,
     wait_for,
 )
-from tests.cluster.support import files_containing, rest_options
+from tests.cluster.support import files_containing, record, rest_options, rest_table
 from tests.conftest import sorted_rows
 from tests.helpers.changelog import check_every_snapshot
-from tests.helpers.tables import make_table, rows
-from tests.spark.connect_server import ConnectServer
+from tests.spark.connect_server import ConnectServer, connect_client
 from tests.spark.support import normalized
 
 pytestmark = pytest.mark.timeout(900)
@@ -62,15 +61,8 @@ def archive() -> Path:
 
 @pytest.fixture(scope="module")
 def events(seaweed: SeaweedFS) -> Table:
-    """``cluster.events`` in the REST catalog: 12 appends of 500 rows, then a delete of
-    ids below 10 (a copy-on-write rewrite)."""
-    catalog = load_catalog("lake", **seaweed.rest_properties())
-    catalog.create_namespace_if_not_exists("cluster")
-    table = make_table(catalog, "cluster.events")
-    for i in range(12):
-        table.append(rows(500, start=i * 500))
-    table.delete("id < 10")
-    return catalog.load_table("cluster.events")
+    """``cluster.events``: 12 appends of 500 rows, then a delete of ids below 10."""
+    return rest_table(seaweed, "cluster.events", appends=12, rows_each=500, delete_below=10)
 
 
 def executor_hosts(workers: list[Host]) -> set[str]:
@@ -108,12 +100,7 @@ def test_bounded_and_changelog_reads_on_executors_that_only_have_the_archive(
 @pytest.fixture(scope="module")
 def backfill(seaweed: SeaweedFS) -> Table:
     """``cluster.backfill``: 40 appends of 1,000 rows, read as 40 one-file tasks."""
-    catalog = load_catalog("lake", **seaweed.rest_properties())
-    catalog.create_namespace_if_not_exists("cluster")
-    table = make_table(catalog, "cluster.backfill")
-    for i in range(40):
-        table.append(rows(1000, start=i * 1000))
-    return table
+    return rest_table(seaweed, "cluster.backfill", appends=40, rows_each=1000)
 
 
 def _backfill_job(cluster: SparkStandalone, seaweed: SeaweedFS, archive: Path, tmp_path: Path,
@@ -130,9 +117,15 @@ def _tasks_started(host: Host) -> int:
                for f in (host.disk / "work").rglob("stderr"))
 
 
-def _check_exact(report: dict[str, Any], table: Table, tmp_path: Path) -> None:
+def _check_exact(report: dict[str, Any], table: Table, tmp_path: Path, scenario: str,
+                 **figures: object) -> None:
+    """The rows read are exactly the oracle's; the scenario's figures are recorded first."""
     expected = normalized(table.scan().to_arrow())
     got = pq.read_table(tmp_path / "rows.parquet")
+    want = Counter(map(repr, sorted_rows(expected)))
+    have = Counter(map(repr, sorted_rows(got)))
+    record(scenario, rows_checked=expected.num_rows, rows_lost=sum((want - have).values()),
+           duplicates=sum((have - want).values()), **figures)
     assert report["rows"] == [got.num_rows] == [expected.num_rows], "rows lost or repeated"
     assert sorted_rows(got) == sorted_rows(expected)
 
@@ -159,7 +152,8 @@ def test_a_worker_host_killed_mid_backfill(
         cluster.start_worker(victim)  # the host comes back for the next test
     log = driver_log(work, 100_000)
     assert "Lost executor" in log or "lost worker" in log.lower(), log[-3000:]
-    _check_exact(report, backfill, tmp_path)
+    _check_exact(report, backfill, tmp_path, "spark: worker host SIGKILLed mid-backfill",
+                 kills=1, processes_killed=killed)
 
 
 def test_a_worker_cut_off_longer_than_the_heartbeat_timeout(
@@ -181,6 +175,7 @@ def test_a_worker_cut_off_longer_than_the_heartbeat_timeout(
         assert driver.poll() is None, \
             f"the backfill ended before w1 ran a task: {driver_log(work)}"
         cut.link(up=False)
+        cut_at = time.monotonic()
         try:
             wait_for(lambda: "no recent heartbeats" in
                      (work / "driver.log").read_text(errors="replace")
@@ -188,11 +183,14 @@ def test_a_worker_cut_off_longer_than_the_heartbeat_timeout(
                      timeout_s=180)
         finally:
             cut.link(up=True)
+            down = time.monotonic() - cut_at
         report = driver_result(driver, work)
     finally:
         cut.link(up=True)
         stop_driver(driver)
-    _check_exact(report, backfill, tmp_path)
+    _check_exact(report, backfill, tmp_path,
+                 "spark: worker link down past spark.network.timeout mid-backfill",
+                 cuts=1, seconds_down=round(down, 1))
     wait_for(lambda: cut.address in cluster.alive_workers(), "w1 back in the cluster",
              timeout_s=120)
 
@@ -216,20 +214,11 @@ def connect_server(cluster: SparkStandalone) -> Iterator[ConnectServer]:
 def test_reads_through_a_connect_server_on_the_cluster(
         connect_server: ConnectServer, seaweed: SeaweedFS, events: Table,
         archive: Path) -> None:
-    saved = {key: os.environ.get(key) for key in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")}
-    spark = icefloe.spark.session(remote=connect_server.url)
-    try:
+    with connect_client(connect_server.url) as spark:
         spark.addArtifacts(f"{archive}#environment", archive=True)
         options = {**rest_options(seaweed), "splitSize": "1"}
         got = icefloe.spark.read(spark, "cluster.events", options=options).toArrow()
         changes = icefloe.spark.read(spark, "cluster.events",
                                      options={**options, "changelog": "true"}).toArrow()
-    finally:
-        spark.stop()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
     assert sorted_rows(got) == sorted_rows(normalized(events.scan().to_arrow()))
     assert check_every_snapshot(events, changes) == len(events.snapshots())

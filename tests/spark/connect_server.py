@@ -15,12 +15,41 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pyspark
 
 SPARK_HOME = Path(pyspark.__file__).parent
+
+CONNECT_ENV = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")
+"""Variables PySpark sets when a process creates a Connect session."""
+
+
+@contextlib.contextmanager
+def connect_client(url: str) -> Iterator[Any]:
+    """A Connect client session to ``url`` with icefloe registered, stopped at the end.
+
+    PySpark marks the whole process as a Connect client once one exists (environment
+    variables): they are restored afterwards, so a classic session in the same process
+    (the Spark suite's) keeps working.
+    """
+    import icefloe.spark
+
+    saved = {key: os.environ.get(key) for key in CONNECT_ENV}
+    spark = None
+    try:
+        spark = icefloe.spark.session(remote=url)
+        yield spark
+    finally:
+        if spark is not None:
+            spark.stop()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def free_port(host: str = "127.0.0.1") -> int:

@@ -36,20 +36,16 @@ from tests.helpers.schema_changes import (
 )
 from tests.helpers.tables import (
     EVENTS_SPEC_BY_DAY,
-    add_position_deletes,
-    live_data_files,
     make_catalog,
     make_table,
     rows,
 )
 from tests.reliability.spark_harness import sink_files
-from tests.spark.connect_server import ConnectServer
+from tests.spark.connect_server import CONNECT_ENV, ConnectServer, connect_client
 from tests.spark.support import assert_same_rows
+from tests.spark.test_changelog import changelog_history
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
-
-_CONNECT_ENV = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")
-
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConnectServer]:
@@ -63,19 +59,8 @@ def connect(server: ConnectServer) -> Iterator[Any]:
     """A Connect client session with icefloe registered. PySpark marks the whole process
     as a Connect client once one exists (an environment variable): it is unmarked after
     the module, so the suite's classic session keeps working."""
-    saved = {key: os.environ.get(key) for key in _CONNECT_ENV}
-    spark = None
-    try:
-        spark = icefloe.spark.session(remote=server.url)
+    with connect_client(server.url) as spark:
         yield spark
-    finally:
-        if spark is not None:
-            spark.stop()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def _opts(catalog: SqlCatalog) -> dict[str, str]:
@@ -104,13 +89,7 @@ def test_register_on_a_connect_session_then_a_batch_read_equals_pyiceberg(
 
 
 def test_changelog_read_through_connect(connect: Any, catalog: SqlCatalog) -> None:
-    table = make_table(catalog)
-    table.append(rows(8))
-    table.append(rows(4, start=8))
-    table.delete("id < 3")
-    table = catalog.load_table("db.events")
-    add_position_deletes(table, {sorted(live_data_files(table))[0]: [0]})
-    table = catalog.load_table("db.events")
+    table = changelog_history(catalog)
     df = (connect.read.format("icefloe").options(**_opts(catalog))
           .option("changelog", "true").load("db.events"))
     assert check_every_snapshot(table, [r.asDict() for r in df.collect()]) == 4
@@ -222,7 +201,7 @@ def test_typed_errors_keep_their_type_and_exit_status(
 
 
 def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in _CONNECT_ENV}
+    env = {k: v for k, v in os.environ.items() if k not in CONNECT_ENV}
     return subprocess.run([sys.executable, "-m", "icefloe.cli", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=300)
 
