@@ -72,7 +72,9 @@ def register(spark: SparkSession) -> None:
     A Spark Connect session (:func:`is_connect`) only gets the format registered: the
     client ships the data source class to the server, whose Python workers run it with
     the interpreter the server was started with (``spark.pyspark.python`` or
-    ``PYSPARK_PYTHON`` on the server's hosts), which must have icefloe installed.
+    ``PYSPARK_PYTHON`` on the server's hosts), which must have icefloe installed, or be
+    ``./environment/bin/python`` of an archive the client adds to its session
+    (``spark.addArtifacts("env.tar.gz#environment", archive=True)``).
     """
     if getattr(spark, _MARK, False):
         return
