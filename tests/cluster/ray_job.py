@@ -1,10 +1,11 @@
 """Ray driver program of the cluster tier: ``python ray_job.py '<json>'`` (run by the tests).
 
-Job keys: ``address`` (``ray://head:10001``, Ray Client) and ``reads``: a list of
-``{"table", "options", "out"}`` (options with ``catalog.<prop>``; ``out`` a Parquet file
-on the driver).
-icefloe reaches the cluster's workers through ``runtime_env={"py_modules": [icefloe]}``:
-the nodes have Ray and icefloe's dependencies, not icefloe. Prints one JSON line.
+Runs on the head host, as a user runs a driver there with their code checked out: Ray Data
+needs a driver on a node (over Ray Client its streaming executor fails). Job keys:
+``address`` (the head's ``host:port``) and ``reads``: a list of ``{"table", "options",
+"out"}`` (options with ``catalog.<prop>``; ``out`` a Parquet file on the head host).
+icefloe reaches the other nodes through ``runtime_env={"py_modules": [icefloe]}``: they
+have Ray and icefloe's dependencies, not icefloe. Prints one JSON line.
 """
 
 from __future__ import annotations

@@ -2,37 +2,36 @@
 
 Hosts: ``s3`` (SeaweedFS), ``rhead`` (``ray start --head``), ``r1`` and ``r2``
 (``ray start --address``). Each Ray host has a pre-installed environment with Ray and
-icefloe's dependencies but not icefloe; the driver on the client machine connects with
-Ray Client and ships icefloe with ``runtime_env={"py_modules": [icefloe]}``.
+icefloe's dependencies but not icefloe; the driver runs on the head host with icefloe's
+source copied there (a user's checkout) and ships it to the other nodes with
+``runtime_env={"py_modules": [icefloe]}``.
 """
 
 from __future__ import annotations
 
 import json
-import os
+import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from pyiceberg.catalog import load_catalog
 from pyiceberg.table import Table
 
 from icefloe.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedFS
 from tests.cluster.envpack import packed_env
 from tests.cluster.hosts import CLIENT_ADDRESS, Host, Network
 from tests.cluster.spark_cluster import PATH, wait_for
-from tests.cluster.support import files_containing, rest_options
+from tests.cluster.support import files_containing, rest_options, rest_table
 from tests.conftest import sorted_rows
 from tests.helpers.changelog import check_every_snapshot
-from tests.helpers.tables import make_table, rows
 
 pytestmark = pytest.mark.timeout(900)
 
-GCS_PORT, CLIENT_PORT = 6379, 10001
+GCS_PORT = 6379
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _ray_env(host: Host) -> dict[str, str]:
@@ -51,10 +50,6 @@ def _ray_start(host: Host, *args: str) -> None:
 class RayCluster:
     def __init__(self, head: Host, workers: list[Host]) -> None:
         self.head, self.workers = head, workers
-
-    @property
-    def address(self) -> str:
-        return f"ray://{self.head.address}:{CLIENT_PORT}"
 
     def start_worker(self, host: Host) -> None:
         _ray_start(host, f"--address={self.head.address}:{GCS_PORT}")
@@ -76,8 +71,7 @@ def ray_cluster(network: Network, seaweed: SeaweedFS) -> Iterator[RayCluster]:
     head, workers = hosts[0], hosts[1:]
     cluster = RayCluster(head, workers)
     try:
-        _ray_start(head, "--head", f"--port={GCS_PORT}", f"--ray-client-server-port={CLIENT_PORT}",
-                   "--include-dashboard=false")
+        _ray_start(head, "--head", f"--port={GCS_PORT}", "--include-dashboard=false")
         for worker in workers:
             cluster.start_worker(worker)
         for host in hosts:
@@ -91,45 +85,47 @@ def ray_cluster(network: Network, seaweed: SeaweedFS) -> Iterator[RayCluster]:
 
 @pytest.fixture(scope="module")
 def ray_events(seaweed: SeaweedFS) -> Table:
-    catalog = load_catalog("lake", **seaweed.rest_properties())
-    catalog.create_namespace_if_not_exists("raycluster")
-    table = make_table(catalog, "raycluster.events")
-    for i in range(8):
-        table.append(rows(500, start=i * 500))
-    table.delete("id < 10")
-    return catalog.load_table("raycluster.events")
+    return rest_table(seaweed, "raycluster.events", appends=8, rows_each=500, delete_below=10)
 
 
-def run_ray_driver(workdir: Path, job: dict[str, Any]) -> subprocess.CompletedProcess[str]:
-    workdir.mkdir(parents=True, exist_ok=True)
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYICEBERG_", "AWS_", "RAY_ADDRESS"))}
-    env.update({"RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",
-                "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
-    return subprocess.run([sys.executable, str(Path(__file__).with_name("ray_job.py")),
-                           json.dumps(job)], cwd=workdir, env=env, capture_output=True,
-                          text=True, timeout=600)
+def run_ray_driver(head: Host, job: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    """Run ``ray_job.py`` on the head host with icefloe's source copied to its disk."""
+    code = head.disk / "code"
+    if not code.exists():
+        shutil.copytree(ROOT / "icefloe", code / "icefloe",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copy2(Path(__file__).with_name("ray_job.py"), code / "ray_job.py")
+    python = str(head.disk / "environment" / "bin" / "python")
+    return head.run([python, str(code / "ray_job.py"), json.dumps(job)],
+                    env={**_ray_env(head), "PYTHONPATH": str(code)}, timeout_s=600)
 
 
 def test_bounded_and_changelog_reads_on_ray_nodes_without_icefloe(
-        ray_cluster: RayCluster, seaweed: SeaweedFS, ray_events: Table, tmp_path: Path) -> None:
+        ray_cluster: RayCluster, seaweed: SeaweedFS, ray_events: Table) -> None:
     options = {**rest_options(seaweed), "splitSize": "1"}
-    job = {"address": ray_cluster.address,
+    job = {"address": f"{ray_cluster.head.address}:{GCS_PORT}",
            "reads": [{"table": "raycluster.events", "options": options,
-                      "out": str(tmp_path / "rows.parquet")},
+                      "out": str(ray_cluster.head.disk / "rows.parquet")},
                      {"table": "raycluster.events", "options": {**options, "changelog": "true"},
-                      "out": str(tmp_path / "changes.parquet")}]}
-    done = run_ray_driver(tmp_path / "driver", job)
+                      "out": str(ray_cluster.head.disk / "changes.parquet")}]}
+    done = run_ray_driver(ray_cluster.head, job)
     assert done.returncode == 0, done.stderr[-4000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     expected = ray_events.scan().to_arrow()
-    got = pq.read_table(tmp_path / "rows.parquet")
+    got = pq.read_table(ray_cluster.head.disk / "rows.parquet")
     assert report["rows"][0] == expected.num_rows == 3990
     assert sorted_rows(got) == sorted_rows(expected)
-    changes = pq.read_table(tmp_path / "changes.parquet")
+    changes = pq.read_table(ray_cluster.head.disk / "changes.parquet")
     assert check_every_snapshot(ray_events, changes) == len(ray_events.snapshots())
     hosts = [ray_cluster.head, *ray_cluster.workers]
     assert set(report["nodes"]) >= {h.address for h in hosts}
     assert CLIENT_ADDRESS not in report["nodes"], "the client machine is no Ray node"
-    leaks = files_containing([h.disk for h in hosts], [SECRET_KEY, f"{ACCESS_KEY}:{SECRET_KEY}"])
+    for worker in ray_cluster.workers:  # icefloe reached them by runtime_env only
+        python = str(worker.disk / "environment" / "bin" / "python")
+        assert worker.run([python, "-c", "import icefloe"]).returncode != 0
+    logs = [d for h in hosts for d in h.disk.glob("r/session_*/logs")]
+    assert len(logs) >= len(hosts)
+    # the Ray logs of every node (not the shipped source: icefloe/seaweed.py holds the
+    # test server's demo key as a constant)
+    leaks = files_containing(logs, [SECRET_KEY, f"{ACCESS_KEY}:{SECRET_KEY}"])
     assert leaks == [], "a secret in a Ray log"
