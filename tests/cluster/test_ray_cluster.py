@@ -24,9 +24,10 @@ from icefloe.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedFS
 from tests.cluster.envpack import packed_env
 from tests.cluster.hosts import CLIENT_ADDRESS, Host, Network
 from tests.cluster.spark_cluster import PATH, wait_for
-from tests.cluster.support import files_containing, rest_options, rest_table
+from tests.cluster.support import files_containing, record, rest_options, rest_table
 from tests.conftest import sorted_rows
 from tests.helpers.changelog import check_every_snapshot
+from tests.helpers.tables import rows
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -129,3 +130,27 @@ def test_bounded_and_changelog_reads_on_ray_nodes_without_icefloe(
     # test server's demo key as a constant)
     leaks = files_containing(logs, [SECRET_KEY, f"{ACCESS_KEY}:{SECRET_KEY}"])
     assert leaks == [], "a secret in a Ray log"
+
+
+def test_stream_with_its_checkpoint_in_s3_resumes_in_a_new_driver(
+        ray_cluster: RayCluster, seaweed: SeaweedFS) -> None:
+    """An available-now stream on the cluster, checkpoint in S3; rows appended; a second
+    driver process resumes from the S3 checkpoint: every row exactly once in all."""
+    table = rest_table(seaweed, "raycluster.stream", appends=6, rows_each=300)
+    spec = {"table": "raycluster.stream", "checkpoint": f"s3://{seaweed.bucket}/ckpt/stream",
+            "options": {**rest_options(seaweed), "catalog.s3.region": "us-east-1"}}
+    address = f"{ray_cluster.head.address}:{GCS_PORT}"
+    first = run_ray_driver(ray_cluster.head, {"address": address, "stream": spec})
+    assert first.returncode == 0, first.stderr[-4000:]
+    before = json.loads(first.stdout.strip().splitlines()[-1])["ids"]
+    assert sorted(before) == list(range(1800))
+    for i in range(6, 9):
+        table.append(rows(300, start=i * 300))
+    second = run_ray_driver(ray_cluster.head, {"address": address, "stream": spec})
+    assert second.returncode == 0, second.stderr[-4000:]
+    after = json.loads(second.stdout.strip().splitlines()[-1])["ids"]
+    oracle = sorted(table.refresh().scan().to_arrow().column("id").to_pylist())
+    record("ray: available-now stream, checkpoint in S3, resumed by a new driver",
+           rows_checked=len(oracle), rows_lost=len(set(oracle) - set(before + after)),
+           duplicates=len(before) + len(after) - len(set(before + after)), restarts=1)
+    assert sorted(before + after) == oracle, "rows lost or repeated across the restart"
