@@ -3,7 +3,7 @@ PYTHON ?= python3
 UV_VERSION := 0.13.8
 UV := $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
 
-.PHONY: setup demo test test-slow test-interop interop-env interop-data lint bench bench-quick soak clean
+.PHONY: setup demo test test-slow test-cluster test-interop interop-env interop-data lint bench bench-quick soak clean
 
 # A virtual environment (.venv) exactly as pinned in uv.lock, with every extra.
 # --compile-bytecode: every process (the CLI, each Spark Python worker, each Ray worker)
@@ -21,7 +21,7 @@ demo: setup
 # (SeaweedFS) is required: a SeaweedFS that cannot start fails it instead of skipping it.
 test: setup
 	-bash scripts/ensure-postgres.sh
-	ICEFLOE_S3_REQUIRED=1 RAY_ENABLE_UV_RUN_RUNTIME_ENV=0 uv run pytest -m "not slow and not interop" -q -p no:cacheprovider
+	ICEFLOE_S3_REQUIRED=1 RAY_ENABLE_UV_RUN_RUNTIME_ENV=0 uv run pytest -m "not slow and not interop and not cluster" -q -p no:cacheprovider
 
 # The Java-Iceberg interop tier (README, "Interoperability"): its own environment
 # (.venv-interop: PySpark 3.5 + Iceberg 1.10.2 jars, DuckDB), the tables it writes once per
@@ -38,7 +38,14 @@ test-interop: setup interop-data
 # Long fault campaigns and scale tests.
 test-slow: setup
 	-bash scripts/ensure-postgres.sh
-	RAY_ENABLE_UV_RUN_RUNTIME_ENV=0 uv run pytest -m slow -q -p no:cacheprovider
+	RAY_ENABLE_UV_RUN_RUNTIME_ENV=0 uv run pytest -m "slow and not cluster" -q -p no:cacheprovider
+
+# The cluster tier (README, "Running on a cluster"): hosts as network namespaces that share
+# nothing but the network (10.227.0.0/24 on bridge icf27-br), SeaweedFS, Spark and Ray on
+# them, whole hosts killed. Needs root; removes every namespace, process and temp dir.
+test-cluster: setup
+	@if [ "$$(id -u)" != 0 ]; then echo "make test-cluster needs root (ip netns, unshare --mount)"; exit 2; fi
+	flock /tmp/icefloe-ray.lock env RAY_ENABLE_UV_RUN_RUNTIME_ENV=0 uv run pytest tests/cluster -m cluster -q -p no:cacheprovider
 
 lint: setup
 	uv run ruff check icefloe tests benchmarks

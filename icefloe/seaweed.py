@@ -76,6 +76,12 @@ class SeaweedFS:
     table_bucket: str = "tables"
     ports: dict[str, int] = field(default_factory=dict)
     proc: subprocess.Popen[bytes] | None = None
+    host: str = "127.0.0.1"
+    """The address it listens on and is reached at."""
+    launcher: tuple[str, ...] = ()
+    """A command prefix that runs it elsewhere (another network namespace, a container)."""
+    binary: str | None = None
+    """The ``weed`` executable as the launched process sees it (default: :func:`weed_binary`)."""
 
     @property
     def s3_port(self) -> int:
@@ -83,11 +89,11 @@ class SeaweedFS:
 
     @property
     def s3_endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.s3_port}"
+        return f"http://{self.host}:{self.s3_port}"
 
     @property
     def rest_uri(self) -> str:
-        return f"http://127.0.0.1:{self.ports['s3.port.iceberg']}"
+        return f"http://{self.host}:{self.ports['s3.port.iceberg']}"
 
     def s3_properties(self, endpoint: str | None = None) -> dict[str, str]:
         """PyIceberg FileIO properties (``s3.*``) for this server, optionally via a proxy."""
@@ -123,7 +129,7 @@ class SeaweedFS:
 
     def start(self, timeout_s: float = 60.0) -> SeaweedFS:
         """Start (or restart on the same ports and data) and wait until S3 and REST answer."""
-        binary = weed_binary()
+        binary = self.binary or weed_binary()
         if binary is None:
             raise SeaweedUnavailable(f"the `weed` binary is not installed; {INSTALL_HINT}")
         self.root.mkdir(parents=True, exist_ok=True)
@@ -141,7 +147,8 @@ class SeaweedFS:
             "actions": ["Read", "List"],
         }]}))
         args = [
-            binary, "mini", f"-dir={self.root / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+            *self.launcher, binary, "mini", f"-dir={self.root / 'data'}", f"-ip={self.host}",
+            f"-ip.bind={self.host}",
             f"-s3.config={config}", f"-bucket={self.bucket}", f"-tableBucket={self.table_bucket}",
             "-master.telemetry=false", "-admin.ui=false", "-webdav=false", "-s3.port.lance=0",
             *(f"-{flag}={port}" for flag, port in self.ports.items()),

@@ -10,6 +10,9 @@ A comment right before a block says where it runs:
 - ``<!-- docs-test: spark -->`` / ``ray`` / ``nessie``: in a script of their own, with Spark
   (a plain ``SparkSession``, with neither ``PYSPARK_PYTHON`` nor the venv on the PATH), Ray,
   or a Nessie test double (``NESSIE_URI`` defined, the demo table committed to it);
+- ``<!-- docs-test: connect -->``: against a real Spark Connect server started for the
+  test (tests/spark/connect_server.py), its address put where the block says
+  ``sc://localhost:15002`` (Spark Connect's default port);
 - ``<!-- docs-test: skip (reason) -->``: not run; the reason is required.
 Blocks in other languages (``yaml``, plain fences) are configuration or drawings, not run.
 """
@@ -29,7 +32,9 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 MARK = re.compile(r"<!--\s*docs-test:\s*(\w+)(?:\s*\((.+)\))?\s*-->")
 RUN_LANGS = {"python": "python", "py": "python", "sh": "sh", "bash": "sh", "shell": "sh"}
-GROUPS = ("local", "spark", "ray", "nessie")
+GROUPS = ("local", "spark", "ray", "nessie", "connect")
+CONNECT_URL = "sc://localhost:15002"
+"""The Spark Connect address the README's connect blocks use (replaced in the test)."""
 
 
 @dataclass
@@ -112,8 +117,12 @@ def _script(selected: list[Block], prelude: str = "") -> str:
 
 
 def _follow(doc: Path, group: str, tmp: Path, prelude: str = "",
-            plain_spark: bool = False, timeout: float = 600, setup: bool = True) -> None:
+            plain_spark: bool = False, timeout: float = 600, setup: bool = True,
+            substitute: dict[str, str] | None = None) -> None:
     selected = [b for b in blocks(doc) if b.group == group]
+    for old, new in (substitute or {}).items():
+        for b in selected:
+            b.code = b.code.replace(old, new)
     if not selected:
         pytest.skip(f"{doc.name} has no {group} blocks")
     if setup:
@@ -148,6 +157,30 @@ def test_local_blocks_run(doc: Path, tmp_path: Path) -> None:
 def test_spark_blocks_run_with_a_plain_session(doc: Path, tmp_path: Path) -> None:
     pytest.importorskip("pyspark")
     _follow(doc, "spark", tmp_path, plain_spark=True)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("doc", DOCS, ids=[d.name for d in DOCS])
+def test_connect_blocks_run_against_a_connect_server(doc: Path, tmp_path: Path) -> None:
+    if not any(b.group == "connect" for b in blocks(doc)):
+        pytest.skip(f"{doc.name} has no connect blocks")
+    pytest.importorskip("pyspark.sql.connect.session", reason="needs pyspark[connect]")
+    import pyarrow.parquet as pq
+
+    from icefloe.catalog.loader import embedded_catalog
+    from tests.spark.connect_server import ConnectServer
+
+    _setup(tmp_path)
+    with ConnectServer(tmp_path / "connect-server") as server:
+        _follow(doc, "connect", tmp_path, setup=False, substitute={CONNECT_URL: server.url})
+    expected = embedded_catalog(tmp_path / "icefloe-warehouse").load_table(
+        "demo.events").scan().count()
+    written = [d for d in ("connect-out", "cli-out", "connect-backfill")
+               if (tmp_path / d).is_dir()]
+    assert written, "the connect blocks wrote none of the README's outputs"
+    for name in written:  # each holds every row of the table once
+        files = (tmp_path / name).glob("*.parquet")
+        assert sum(pq.read_metadata(f).num_rows for f in files) == expected, name
 
 
 @pytest.mark.ray

@@ -68,6 +68,33 @@ def add_changelog_arg(p: argparse.ArgumentParser) -> None:
                    "UPDATE_BEFORE, UPDATE_AFTER); same as -o changelog=true")
 
 
+def add_remote_arg(p: argparse.ArgumentParser) -> None:
+    """``--remote sc://host:port`` of read / stream: run on a Spark Connect server."""
+    p.add_argument("--remote", metavar="sc://HOST:PORT",
+                   help="Spark Connect server to run on (with --engine spark; instead of "
+                   "--master)")
+
+
+def check_remote(args: argparse.Namespace) -> None:
+    """Refuse ``--remote`` without ``--engine spark`` or together with ``--master``.
+
+    Raises:
+        InvalidOptionError: naming ``--remote`` and the fix.
+    """
+    remote = getattr(args, "remote", None)
+    if remote is None:
+        return
+    if args.engine != "spark":
+        raise InvalidOptionError("--remote", f"{remote!r} is a Spark Connect server; add "
+                                 "--engine spark")
+    if getattr(args, "master", None):
+        raise InvalidOptionError("--remote", "give either --master (a classic Spark driver "
+                                 "here) or --remote (a Spark Connect server), not both")
+    if not remote.startswith("sc://"):
+        raise InvalidOptionError("--remote", f"{remote!r} is not a Spark Connect URL; give "
+                                 "sc://HOST:PORT")
+
+
 def table_options(args: argparse.Namespace) -> dict[str, str]:
     """The ``-o`` options, with ``--changelog`` where the command has it."""
     options = parse_kv(args.option)

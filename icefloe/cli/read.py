@@ -15,7 +15,9 @@ from typing import Any
 from icefloe.cli.common import (
     Progress,
     add_changelog_arg,
+    add_remote_arg,
     add_table_args,
+    check_remote,
     positive_int,
     source,
     table_options,
@@ -35,12 +37,14 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--parallelism", type=positive_int, default=2, help="reader threads (local)")
     p.add_argument("--engine", choices=["local", "spark", "ray"], default="local")
     p.add_argument("--master", help="Spark master URL (default local[*])")
+    add_remote_arg(p)
     p.add_argument("--address", help="Ray address (default: start a local Ray)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    check_remote(args)
     if args.engine != "local" and not args.to:
         raise InvalidOptionError("--to", f"--engine {args.engine} writes Parquet files: give "
                                  "--to DIR (a directory on this machine)")
@@ -117,7 +121,7 @@ def _read_spark(args: argparse.Namespace, options: dict[str, str], stage: Staged
     from icefloe.spark.session import backfill
 
     backfill(args.table, catalog=args.catalog, options=options, to=str(stage.path),
-             master=args.master, mode="errorifexists")
+             master=args.master, mode="errorifexists", remote=args.remote)
 
 
 def _read_ray(args: argparse.Namespace, options: dict[str, str], stage: Staged) -> None:

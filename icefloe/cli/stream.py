@@ -25,7 +25,9 @@ from typing import Any
 
 from icefloe.cli.common import (
     add_changelog_arg,
+    add_remote_arg,
     add_table_args,
+    check_remote,
     positive_int,
     print_status,
     source,
@@ -52,6 +54,7 @@ def add_parser(sub: Any) -> None:
                    help="process what exists at start, then exit")
     p.add_argument("--engine", choices=["local", "spark", "ray"], default="local")
     p.add_argument("--master", help="Spark master URL")
+    add_remote_arg(p)
     p.add_argument("--address", help="Ray address")
     p.add_argument("--max-seconds", type=float, default=None, help="stop after this long")
     p.add_argument("--metrics-port", type=port_number, default=None, metavar="N",
@@ -163,6 +166,7 @@ def _metrics_note(stream: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    check_remote(args)
     options = table_options(args)
     spec = parse_sink(args.sink)
     if args.engine != "spark":
@@ -182,7 +186,7 @@ def _run(args: argparse.Namespace) -> int:
         return int(spark_stream(args.table, catalog=args.catalog, options=options,
                                 sink=args.sink, checkpoint=args.checkpoint,
                                 available_now=args.available_now, master=args.master,
-                                max_seconds=args.max_seconds) or 0)
+                                max_seconds=args.max_seconds, remote=args.remote) or 0)
     stopper = Stopper(args.max_seconds)
     if args.engine == "ray":
         return _run_ray(args, options, spec, stopper)

@@ -85,7 +85,10 @@ class IcefloeDataSource(DataSource):
 
     def __init__(self, options: MutableMapping[str, str]) -> None:
         super().__init__(options)
-        from icefloe.spark.planning import resolve_options
+        try:  # the first icefloe import of a planner worker (a Connect server's, too)
+            from icefloe.spark.planning import resolve_options
+        except ImportError as exc:
+            raise _missing_icefloe(exc) from exc
 
         resolved = resolve_options(options, mode=None)
         self.table = resolved.table

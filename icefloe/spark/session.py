@@ -1,4 +1,11 @@
-"""Entry points of the Spark adapter: register, session, read, backfill. Run on the driver."""
+"""Entry points of the Spark adapter: register, session, read, backfill.
+
+Run in the user's process: the driver of a classic session, or the client of a Spark
+Connect session (``SparkSession.builder.remote("sc://host:port")``). A Connect client has
+no JVM and no ``sparkContext``: everything here that needs one is done only for classic
+sessions, and what a Connect server's Python workers need (an interpreter with icefloe,
+``spark.pyspark.python``) is configured where the server starts.
+"""
 
 from __future__ import annotations
 
@@ -27,6 +34,28 @@ _MARK = "_icefloe_registered"
 """Attribute set on a SparkSession once the format is registered with it."""
 
 
+def is_connect(spark: Any) -> bool:
+    """Whether ``spark`` is a Spark Connect client session (no JVM, no ``sparkContext``).
+
+    Decided by the session's class, so PySpark's Connect client (and its gRPC
+    dependencies) is never imported for a classic session.
+    """
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def default_parallelism(spark: Any) -> int | None:
+    """The session's default parallelism, or None where a Connect client cannot know it.
+
+    Classic: ``sparkContext.defaultParallelism`` (the cores of the cluster's executors).
+    Connect: ``spark.default.parallelism`` when the server sets it; otherwise None, and
+    the planner (on the Connect server's driver) packs for its own core count.
+    """
+    if not is_connect(spark):
+        return int(spark.sparkContext.defaultParallelism)
+    value = spark.conf.get("spark.default.parallelism", None)
+    return int(value) if value else None
+
+
 def register(spark: SparkSession) -> None:
     """Register the ``icefloe`` format with ``spark`` (once per session; safe to call again).
 
@@ -39,32 +68,56 @@ def register(spark: SparkSession) -> None:
     alone: the opt-in ``pushFilters=true`` option also needs
     ``spark.sql.python.filterPushdown.enabled=true`` (PySpark refuses the read with
     DATA_SOURCE_PUSHDOWN_DISABLED otherwise); :func:`session` sets it.
+
+    A Spark Connect session (:func:`is_connect`) only gets the format registered: the
+    client ships the data source class to the server, whose Python workers run it with
+    the interpreter the server was started with (``spark.pyspark.python`` or
+    ``PYSPARK_PYTHON`` on the server's hosts), which must have icefloe installed, or be
+    ``./environment/bin/python`` of an archive the client adds to its session
+    (``spark.addArtifacts("env.tar.gz#environment", archive=True)``).
     """
     if getattr(spark, _MARK, False):
         return
-    sc = spark.sparkContext
-    if str(sc.master).startswith("local") and sc.pythonExec != sys.executable:
-        log.info("local Spark: Python workers run %s (was %s)", sys.executable, sc.pythonExec)
-        sc.pythonExec = sys.executable
-    if os.environ.get("ICEFLOE_QUIET_ENGINES") == "1":
-        sc.setLogLevel("ERROR")
+    if not is_connect(spark):
+        sc = spark.sparkContext
+        if str(sc.master).startswith("local") and sc.pythonExec != sys.executable:
+            log.info("local Spark: Python workers run %s (was %s)", sys.executable,
+                     sc.pythonExec)
+            sc.pythonExec = sys.executable
+        if os.environ.get("ICEFLOE_QUIET_ENGINES") == "1":
+            sc.setLogLevel("ERROR")
     spark.dataSource.register(IcefloeDataSource)
     setattr(spark, _MARK, True)
 
 
 def session(master: str = "local[2]", app_name: str = "icefloe",
-            config: Mapping[str, str] | None = None, preload: bool = True) -> SparkSession:
-    """A SparkSession (created, or the running one) whose Python workers run this interpreter.
+            config: Mapping[str, str] | None = None, preload: bool = True, *,
+            remote: str | None = None) -> SparkSession:
+    """A SparkSession (created, or the running one) whose Python workers run this interpreter
+    (with a local master, or when nothing else is set), or ``config["spark.pyspark.python"]``
+    (a cluster's: e.g. ``./environment/bin/python`` of a ``spark.archives`` environment).
 
-    Sets ``PYSPARK_PYTHON`` and ``PYSPARK_DRIVER_PYTHON`` to ``sys.executable`` (so executors
-    import the same icefloe), and small-footprint defaults: 1 GiB driver memory, 2 shuffle
+    With ``remote`` (``sc://host:port``) it is a Spark Connect client session instead:
+    ``master`` and ``preload`` do not apply (the server chose its master and Python
+    workers when it started), and only runtime settings are sent: Python filter
+    pushdown enabled, then ``config``. The ``icefloe`` format is registered.
+
+    Sets ``PYSPARK_PYTHON`` accordingly, ``PYSPARK_DRIVER_PYTHON`` to ``sys.executable``,
+    and small-footprint defaults: 1 GiB driver memory, 2 shuffle
     partitions, no UI, Python filter pushdown enabled (used only by ``pushFilters=true``
     reads). With ``preload``, Python workers fork from
     :mod:`icefloe.spark.daemon`, which has imported icefloe already (saves seconds per
     worker; needs icefloe in every worker's interpreter, which this session guarantees on
     one machine). ``config`` overrides all of these. The ``icefloe`` format is registered.
     """
-    os.environ["PYSPARK_PYTHON"] = sys.executable
+    if remote is not None:
+        return _connect_session(remote, app_name, config)
+    # PySpark takes the Python workers' interpreter from the variable only, not the setting
+    shipped = (config or {}).get("spark.pyspark.python")
+    if shipped:  # e.g. ./environment/bin/python of a packed environment (spark.archives)
+        os.environ["PYSPARK_PYTHON"] = shipped
+    elif master.startswith("local") or "PYSPARK_PYTHON" not in os.environ:
+        os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     settings = {
         "spark.driver.memory": "1g",
@@ -81,6 +134,30 @@ def session(master: str = "local[2]", app_name: str = "icefloe",
         settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={quiet.as_uri()}"
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    register(spark)
+    return spark
+
+
+def _connect_session(remote: str, app_name: str,
+                     config: Mapping[str, str] | None) -> SparkSession:
+    """A Spark Connect client session to ``remote`` with icefloe registered.
+
+    PySpark's builder refuses a Connect session in a process that runs a classic one
+    (``SESSION_ALREADY_EXIST``); there the Connect client's own builder is used, and
+    PySpark's functions in that process stay classic (the process is not switched to
+    Connect mode).
+    """
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is None:
+        builder = SparkSession.builder.remote(remote).appName(app_name)
+    else:
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+        builder = ConnectSession.builder.remote(remote).appName(app_name)  # type: ignore[assignment]
+    for key, value in {PUSHDOWN_CONF: "true", **(config or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     register(spark)
@@ -104,7 +181,8 @@ def read(spark: SparkSession, table: str, catalog: str | Catalog | None = None,
             the message) for a bad option, or the catalog / snapshot error.
     """
     register(spark)
-    merged = {"minPartitions": str(spark.sparkContext.defaultParallelism),
+    parallelism = default_parallelism(spark)
+    merged = {**({"minPartitions": str(parallelism)} if parallelism else {}),
               **catalog_options(catalog),
               **{k: _option_text(v) for k, v in (options or {}).items() if v is not None}}
     return spark.read.format(SOURCE_NAME).options(**merged).load(table)
@@ -121,17 +199,23 @@ class BackfillResult:
 
 def backfill(table: str, catalog: str | Catalog | None = None,
              options: Mapping[str, Any] | None = None, to: str = "icefloe-backfill",
-             master: str | None = None, *, mode: str = "errorifexists") -> BackfillResult:
+             master: str | None = None, *, mode: str = "errorifexists",
+             remote: str | None = None) -> BackfillResult:
     """Read ``table`` (a bounded read with ``options``) on Spark and write it as Parquet to ``to``.
 
     Uses the running SparkSession if there is one, else starts one on ``master``
-    (default ``local[*]``) and stops it afterwards. ``mode`` is Spark's save mode.
+    (default ``local[*]``), or connects to the Spark Connect server ``remote``
+    (``sc://host:port``), and stops it afterwards. ``mode`` is Spark's save mode. ``to``
+    is written by the executors and counted through Spark: a path they can write (on a
+    cluster, an object store URI or a shared filesystem).
     """
-    running = SparkSession.getActiveSession()
-    spark = running if running is not None else session(master or "local[*]", "icefloe-backfill")
+    running = None if remote is not None else SparkSession.getActiveSession()
+    spark = running if running is not None else session(
+        master or "local[*]", "icefloe-backfill", remote=remote)
     try:
         df = read(spark, table, catalog=catalog, options=options)
-        df.write.mode(mode).parquet(to)
+        # "error" and "errorifexists" are one mode; Spark Connect's client knows only "error"
+        df.write.mode("error" if mode == "errorifexists" else mode).parquet(to)
         written = spark.read.parquet(to)
         result = BackfillResult(path=to, rows=written.count(), files=len(written.inputFiles()))
         log.info("backfilled %s: %d rows in %d files under %s", table, result.rows,

@@ -26,7 +26,8 @@ log = logging.getLogger(__name__)
 
 def stream(table: str, catalog: str | None = None, options: Mapping[str, Any] | None = None,
            sink: str = "console", checkpoint: str | None = None, available_now: bool = False,
-           master: str | None = None, max_seconds: float | None = None) -> int:
+           master: str | None = None, max_seconds: float | None = None,
+           remote: str | None = None) -> int:
     """Run a streaming query reading ``table`` into ``sink``; returns an exit status (0).
 
     Args:
@@ -37,6 +38,8 @@ def stream(table: str, catalog: str | None = None, options: Mapping[str, Any] | 
         checkpoint: Spark checkpoint location (required: a restart resumes from it).
         available_now: process what exists at start (``Trigger.AvailableNow``), then stop.
         master: Spark master (default ``local[*]``); the running session is used if any.
+        remote: a Spark Connect server (``sc://host:port``) to run the query on instead;
+            then ``checkpoint`` and a ``parquet:DIR`` sink are paths of the server's hosts.
         max_seconds: stop the query after this long (None: until interrupted).
 
     Raises:
@@ -48,8 +51,9 @@ def stream(table: str, catalog: str | None = None, options: Mapping[str, Any] | 
     parsed = parse_sink(sink)
     fmt, path = parsed.kind, parsed.path
     opts = {k: _option_text(v) for k, v in (options or {}).items() if v is not None}
-    running = SparkSession.getActiveSession()
-    spark = running if running is not None else session(master or "local[*]", "icefloe-stream")
+    running = None if remote is not None else SparkSession.getActiveSession()
+    spark = running if running is not None else session(master or "local[*]", "icefloe-stream",
+                                                         remote=remote)
     try:
         register(spark)
         df = (spark.readStream.format(SOURCE_NAME)

@@ -21,7 +21,8 @@ def _catalog_opts(catalog) -> dict[str, str]:
             "catalog.warehouse": props["warehouse"]}
 
 
-def _history(catalog):
+def changelog_history(catalog):
+    """db.events: two appends, a delete, then position deletes on a live file."""
     table = make_table(catalog)
     table.append(rows(8))
     table.append(rows(4, start=8))
@@ -32,7 +33,7 @@ def _history(catalog):
 
 
 def test_spark_batch_changelog(spark, catalog) -> None:
-    table = _history(catalog)
+    table = changelog_history(catalog)
     df = (spark.read.format("icefloe").options(**_catalog_opts(catalog))
           .option("changelog", "true").load("db.events"))
     assert df.columns[-4:] == ["_change_type", "_change_ordinal", "_commit_snapshot_id",
@@ -51,7 +52,7 @@ def test_spark_batch_changelog(spark, catalog) -> None:
 
 
 def test_spark_changelog_stream_into_a_file_sink(spark, catalog, tmp_path: Path) -> None:
-    table = _history(catalog)
+    table = changelog_history(catalog)
     reader = spark.readStream.format("icefloe").options(**_catalog_opts(catalog))
     for key, value in {"changelog": "true", "startingVersion": "earliest",
                        "maxFilesPerTrigger": "1"}.items():

@@ -1,0 +1,56 @@
+"""Helpers of the cluster tier's tests: catalog options and the secret check."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from pyiceberg.catalog import load_catalog
+from pyiceberg.table import Table
+
+from icefloe.seaweed import SeaweedFS
+from tests.helpers.tables import make_table, rows
+
+
+def rest_options(seaweed: SeaweedFS) -> dict[str, str]:
+    return {"catalog": "lake", **{f"catalog.{k}": v for k, v in seaweed.rest_properties().items()}}
+
+
+def rest_table(seaweed: SeaweedFS, identifier: str, appends: int, rows_each: int,
+               delete_below: int | None = None) -> Table:
+    """A table in the REST catalog written by PyIceberg: ``appends`` appends of
+    ``rows_each`` rows (one data file each), then a delete of the ids below
+    ``delete_below`` (a copy-on-write rewrite) when given."""
+    catalog = load_catalog("lake", **seaweed.rest_properties())
+    catalog.create_namespace_if_not_exists(identifier.split(".")[0])
+    table = make_table(catalog, identifier)
+    for i in range(appends):
+        table.append(rows(rows_each, start=i * rows_each))
+    if delete_below is not None:
+        table.delete(f"id < {delete_below}")
+    return catalog.load_table(identifier)
+
+
+def files_containing(roots: list[Path], needles: list[str]) -> list[str]:
+    """Files under ``roots`` whose text contains any of ``needles`` (logs, event logs)."""
+    found = []
+    for root in roots:
+        for path in root.rglob("*"):
+            if path.is_file() and path.suffix not in (".gz", ".jar", ".parquet", ".so") \
+                    and "environment" not in path.parts:
+                text = path.read_text(errors="replace")
+                found += [f"{path}: {n[:4]}..." for n in needles if n in text]
+    return found
+
+
+FIGURES = Path(__file__).resolve().parents[2] / "build" / "cluster" / "figures.jsonl"
+"""One JSON line per fault scenario run (RELIABILITY.md, "Hosts lost")."""
+
+
+def record(scenario: str, **figures: object) -> None:
+    """Append a scenario's figures (kills, processes, rows checked, lost, duplicates)."""
+    FIGURES.parent.mkdir(parents=True, exist_ok=True)
+    with FIGURES.open("a") as out:
+        out.write(json.dumps({"scenario": scenario, "at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                              **figures}) + "\n")

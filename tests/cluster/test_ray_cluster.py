@@ -1,0 +1,156 @@
+"""icefloe on a Ray cluster whose hosts share nothing but the network.
+
+Hosts: ``s3`` (SeaweedFS), ``rhead`` (``ray start --head``), ``r1`` and ``r2``
+(``ray start --address``). Each Ray host has a pre-installed environment with Ray and
+icefloe's dependencies but not icefloe; the driver runs on the head host with icefloe's
+source copied there (a user's checkout) and ships it to the other nodes with
+``runtime_env={"py_modules": [icefloe]}``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+from pyiceberg.table import Table
+
+from icefloe.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedFS
+from tests.cluster.envpack import packed_env
+from tests.cluster.hosts import CLIENT_ADDRESS, Host, Network
+from tests.cluster.spark_cluster import PATH, wait_for
+from tests.cluster.support import files_containing, record, rest_options, rest_table
+from tests.conftest import sorted_rows
+from tests.helpers.changelog import check_every_snapshot
+from tests.helpers.tables import rows
+
+pytestmark = pytest.mark.timeout(900)
+
+GCS_PORT = 6379
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _ray_env(host: Host) -> dict[str, str]:
+    return {"PATH": f"{host.disk / 'environment' / 'bin'}:{PATH}", "HOME": str(host.disk),
+            "RAY_USAGE_STATS_ENABLED": "0"}
+
+
+def _ray_start(host: Host, *args: str) -> None:
+    python = str(host.disk / "environment" / "bin" / "python")
+    host.popen([python, "-m", "ray.scripts.scripts", "start", "--block",
+                f"--node-ip-address={host.address}", "--num-cpus=1",
+                "--object-store-memory=100000000", "--temp-dir=/srv/host/r",
+                "--disable-usage-stats", *args], "ray.log", _ray_env(host))
+
+
+class RayCluster:
+    def __init__(self, head: Host, workers: list[Host]) -> None:
+        self.head, self.workers = head, workers
+
+    def start_worker(self, host: Host) -> None:
+        _ray_start(host, f"--address={self.head.address}:{GCS_PORT}")
+
+    @staticmethod
+    def started(host: Host) -> bool:
+        """``ray start`` on ``host`` says the node runs (and, on a worker, has joined)."""
+        return "Ray runtime started" in host.log("ray.log")
+
+
+@pytest.fixture(scope="module")
+def ray_cluster(network: Network, seaweed: SeaweedFS) -> Iterator[RayCluster]:
+    archive = packed_env("ray", project=False)
+    hosts = [network.add(name) for name in ("rhead", "r1", "r2")]
+    for host in hosts:  # Ray and icefloe's dependencies installed on every node
+        (host.disk / "environment").mkdir()
+        subprocess.run(["tar", "-xzf", str(archive), "-C", str(host.disk / "environment")],
+                       check=True)
+    head, workers = hosts[0], hosts[1:]
+    cluster = RayCluster(head, workers)
+    try:
+        _ray_start(head, "--head", f"--port={GCS_PORT}", "--include-dashboard=false")
+        for worker in workers:
+            cluster.start_worker(worker)
+        for host in hosts:
+            wait_for(lambda host=host: cluster.started(host), f"Ray on {host.name}",
+                     timeout_s=240, poll_s=1, logs=lambda host=host: host.log("ray.log")[-2000:])
+        yield cluster
+    finally:
+        for host in hosts:
+            host.kill()
+
+
+@pytest.fixture(scope="module")
+def ray_events(seaweed: SeaweedFS) -> Table:
+    return rest_table(seaweed, "raycluster.events", appends=8, rows_each=500, delete_below=10)
+
+
+def run_ray_driver(head: Host, job: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    """Run ``ray_job.py`` on the head host with icefloe's source copied to its disk."""
+    code = head.disk / "code"
+    if not code.exists():
+        shutil.copytree(ROOT / "icefloe", code / "icefloe",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copy2(Path(__file__).with_name("ray_job.py"), code / "ray_job.py")
+    python = str(head.disk / "environment" / "bin" / "python")
+    return head.run([python, str(code / "ray_job.py"), json.dumps(job)],
+                    env={**_ray_env(head), "PYTHONPATH": str(code)}, timeout_s=600)
+
+
+def test_bounded_and_changelog_reads_on_ray_nodes_without_icefloe(
+        ray_cluster: RayCluster, seaweed: SeaweedFS, ray_events: Table) -> None:
+    options = {**rest_options(seaweed), "splitSize": "1"}
+    job = {"address": f"{ray_cluster.head.address}:{GCS_PORT}",
+           "reads": [{"table": "raycluster.events", "options": options,
+                      "out": str(ray_cluster.head.disk / "rows.parquet")},
+                     {"table": "raycluster.events", "options": {**options, "changelog": "true"},
+                      "out": str(ray_cluster.head.disk / "changes.parquet")}]}
+    done = run_ray_driver(ray_cluster.head, job)
+    assert done.returncode == 0, done.stderr[-4000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    expected = ray_events.scan().to_arrow()
+    got = pq.read_table(ray_cluster.head.disk / "rows.parquet")
+    assert report["rows"][0] == expected.num_rows == 3990
+    assert sorted_rows(got) == sorted_rows(expected)
+    changes = pq.read_table(ray_cluster.head.disk / "changes.parquet")
+    assert check_every_snapshot(ray_events, changes) == len(ray_events.snapshots())
+    hosts = [ray_cluster.head, *ray_cluster.workers]
+    assert set(report["nodes"]) >= {h.address for h in hosts}
+    assert CLIENT_ADDRESS not in report["nodes"], "the client machine is no Ray node"
+    for worker in ray_cluster.workers:  # icefloe reached them by runtime_env only
+        python = str(worker.disk / "environment" / "bin" / "python")
+        assert worker.run([python, "-c", "import icefloe"]).returncode != 0
+    logs = [d for h in hosts for d in h.disk.glob("r/session_*/logs")]
+    assert len(logs) >= len(hosts)
+    # the Ray logs of every node (not the shipped source: icefloe/seaweed.py holds the
+    # test server's demo key as a constant)
+    leaks = files_containing(logs, [SECRET_KEY, f"{ACCESS_KEY}:{SECRET_KEY}"])
+    assert leaks == [], "a secret in a Ray log"
+
+
+def test_stream_with_its_checkpoint_in_s3_resumes_in_a_new_driver(
+        ray_cluster: RayCluster, seaweed: SeaweedFS) -> None:
+    """An available-now stream on the cluster, checkpoint in S3; rows appended; a second
+    driver process resumes from the S3 checkpoint: every row exactly once in all."""
+    table = rest_table(seaweed, "raycluster.stream", appends=6, rows_each=300)
+    spec = {"table": "raycluster.stream", "checkpoint": f"s3://{seaweed.bucket}/ckpt/stream",
+            "options": {**rest_options(seaweed), "catalog.s3.region": "us-east-1"}}
+    address = f"{ray_cluster.head.address}:{GCS_PORT}"
+    first = run_ray_driver(ray_cluster.head, {"address": address, "stream": spec})
+    assert first.returncode == 0, first.stderr[-4000:]
+    before = json.loads(first.stdout.strip().splitlines()[-1])["ids"]
+    assert sorted(before) == list(range(1800))
+    for i in range(6, 9):
+        table.append(rows(300, start=i * 300))
+    second = run_ray_driver(ray_cluster.head, {"address": address, "stream": spec})
+    assert second.returncode == 0, second.stderr[-4000:]
+    after = json.loads(second.stdout.strip().splitlines()[-1])["ids"]
+    oracle = sorted(table.refresh().scan().to_arrow().column("id").to_pylist())
+    record("ray: available-now stream, checkpoint in S3, resumed by a new driver",
+           rows_checked=len(oracle), rows_lost=len(set(oracle) - set(before + after)),
+           duplicates=len(before) + len(after) - len(set(before + after)), restarts=1)
+    assert sorted(before + after) == oracle, "rows lost or repeated across the restart"
