@@ -145,6 +145,11 @@ class RestPointerProbe:
             return Pointer(self._location, self._io_properties)
         if response.status_code == 404:
             raise NoSuchTableError(f"Table does not exist: {current.name()}")
+        if response.status_code in (401, 403):  # as PyIceberg raises them: never retried
+            from pyiceberg.exceptions import ForbiddenError, UnauthorizedError
+
+            refused = UnauthorizedError if response.status_code == 401 else ForbiddenError
+            raise refused(f"{response.status_code} from loadTable of {current.name()}")
         response.raise_for_status()
         body = {key: msgspec.json.decode(value) for key, value in _TOP.decode(
             response.content).items() if key in _REST_KEYS}  # the metadata stays undecoded
