@@ -589,7 +589,7 @@ def summarize(result: dict[str, Any]) -> str:
     rates = [x["rate"] for x in windows]
     lines = [
         f"Writer: {result['writer']}, {result['commits']} appends of {ROWS} rows "
-        f"({result['written']} rows; {result['history']} of them before the first window), "
+        f"({result['written']} rows), {result['history']} of them before the first window, "
         f"{result['replaces']} `replace` compactions, {result['expiries']} expiries (snapshots "
         f"older than {RETAIN_S:.0f} s). {len(windows)} windows of {result['window_s']:.0f} s of "
         "commits "
