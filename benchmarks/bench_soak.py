@@ -21,8 +21,10 @@ its commit cost grows with the metadata), used by the harness's smoke test where
 interop environment exists.
 
 **The streams**, one child process per engine, each measuring its own CPU and RSS over its
-process tree (Spark's JVM and Python workers; Ray's GCS, raylet and workers), reading the
-table from ``startingVersion=earliest`` and checking every id it receives:
+process tree (Spark's JVM and Python workers; Ray's GCS, raylet and workers; for Ray's CPU
+only the driver and Ray's workers, icefloe's actors, count: the daemons' idle CPU would
+drown the figures), reading the table from ``startingVersion=earliest`` and checking every
+id it receives:
 
 - ``local``: ``IcebergSource.stream`` (``pollIntervalMs=200``, checkpoint on disk every 1 s);
 - ``ray``: ``icefloe.ray.RayStream`` in driver mode (one enumerator actor, one reader actor,
@@ -203,7 +205,6 @@ def child_spark(root: str) -> None:
     options = {**catalog_options(root), "startingVersion": "earliest"}
     spark = icefloe.spark.session("local[2]", app_name="icefloe-soak")
     spark.sparkContext.setLogLevel("ERROR")
-    triggers = {"n": 0}
 
     def write(df: Any, batch_id: int) -> None:
         table = df.select("id").toArrow()
@@ -222,12 +223,12 @@ def child_spark(root: str) -> None:
             raise RuntimeError(f"the Spark query failed: {query.exception()}")
         lag = icefloe.spark.progress_lag(query.lastProgress, TABLE, options) \
             if query.lastProgress else None
-        triggers["n"] = int((time.monotonic() - started) / SPARK_TRIGGER_S)
-        out = {**_base_report(ids, ckpt), "polls": triggers["n"],
-               "lag_records": lag.records if lag else 0,
-               "lag_seconds": lag.seconds if lag else 0.0,
-               "lag_snapshots": lag.snapshots if lag else 0}
-        return out
+        # a poll is a trigger: Spark calls latestOffset once per processing-time trigger
+        triggers = int((time.monotonic() - started) / SPARK_TRIGGER_S)
+        return {**_base_report(ids, ckpt), "polls": triggers,
+                "lag_records": lag.records if lag else 0,
+                "lag_seconds": lag.seconds if lag else 0.0,
+                "lag_snapshots": lag.snapshots if lag else 0}
 
     try:
         _serve(report)
@@ -544,7 +545,8 @@ def soak(minutes: float, engines: Sequence[str] = ENGINES, writer: str = "java",
                 "oracle_same": sorted(head_ids) == list(range(written))}
     finally:
         for c in children.values():
-            c.stop()
+            with contextlib.suppress(Exception):  # the first error is the one raised
+                c.stop()
         if w is not None:
             with contextlib.suppress(Exception):  # the first error is the one raised
                 w.stop()
