@@ -25,24 +25,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import threading
 import time
 import urllib.request
 from typing import Any
 
-from benchmarks.common import events_table_of, md_table, tree_processes
+from benchmarks.common import events_table_of, md_table, process_cpu_s, tree_processes
 
 ROWS = 2_000_000
 FILES = 20
 BATCH = 256
 SCRAPE_S = 0.5
-
-
-def _cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
 
 
 def local_run(table: Any, served: bool) -> dict[str, float]:
@@ -53,7 +47,7 @@ def local_run(table: Any, served: bool) -> dict[str, float]:
                            options={"batchSize": str(BATCH)})
     scrapes = 0
     stop = threading.Event()
-    c0, t0 = _cpu(), time.perf_counter()
+    c0, t0 = process_cpu_s(), time.perf_counter()
     with source.stream(available_now=True, metrics_port=0 if served else None) as stream:
         def scrape() -> None:
             nonlocal scrapes
@@ -73,13 +67,13 @@ def local_run(table: Any, served: bool) -> dict[str, float]:
         stop.set()
         if served:
             scraper.join()
-    cpu, wall = _cpu() - c0, time.perf_counter() - t0
+    cpu, wall = process_cpu_s() - c0, time.perf_counter() - t0
     if rows != ROWS:
         raise RuntimeError(f"read {rows} rows, the table has {ROWS}")
     return {"cpu": cpu, "wall": wall, "batches": batches, "scrapes": scrapes}
 
 
-def _ray_cpu() -> float:
+def _rayprocess_cpu_s() -> float:
     """CPU of this process and its whole tree (Ray's daemons too: they reap the actors,
     whose CPU would otherwise leave the count when the stream ends)."""
     return sum(p[2] for p in tree_processes(os.getpid()))
@@ -92,7 +86,7 @@ def ray_run(table: Any, interval_s: float) -> dict[str, float]:
     options = {"batchSize": str(BATCH), "catalog": "bench", "catalog.type": "sql",
                "catalog.uri": f"sqlite:///{table.root}/catalog.db",
                "catalog.warehouse": (table.root / "warehouse").as_uri()}
-    c0, t0 = _ray_cpu(), time.perf_counter()
+    c0, t0 = _rayprocess_cpu_s(), time.perf_counter()
     stream = icefloe.ray.RayStream(table.identifier, options=options, available_now=True,
                                    num_readers=1, metrics_interval_s=interval_s)
     rows = 0
@@ -100,7 +94,7 @@ def ray_run(table: Any, interval_s: float) -> dict[str, float]:
         for item in stream:
             rows += item.batch.num_rows
             item.ack()
-    cpu, wall = _ray_cpu() - c0, time.perf_counter() - t0
+    cpu, wall = _rayprocess_cpu_s() - c0, time.perf_counter() - t0
     if rows != ROWS:
         raise RuntimeError(f"read {rows} rows, the table has {ROWS}")
     return {"cpu": cpu, "wall": wall}

@@ -105,6 +105,12 @@ def reset_peak_rss() -> bool:
     return True
 
 
+def process_cpu_s() -> float:
+    """This process's CPU time so far (user + system, every thread), seconds."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
 def tree_processes(pid: int) -> list[tuple[int, str, float, float]]:
     """Process ``pid`` and all its descendants (Linux /proc): (pid, name, CPU s, RSS MiB) each.
 
