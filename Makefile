@@ -57,12 +57,18 @@ bench-quick: setup
 bench: setup
 	uv run python -m benchmarks.run --scale full
 
-# The soak (issue 26): a stream behind a fast writer with compaction and expiry for
-# SOAK_MINUTES (default 30); per-window CPU per snapshot, RSS, lag, checkpoint size, and
-# every row exactly once. Not part of `make bench`.
+# The soak (issue 26): streams on SOAK_ENGINES (local, ray, spark: each a process of its
+# own) behind one writer committing small appends with compaction and expiry, for
+# SOAK_MINUTES (default 30) of writing; per window CPU per new snapshot and per idle poll,
+# RSS, lag, checkpoint size, load average; every row exactly once; benchmarks/soak.png.
+# SOAK_WRITER=java (Iceberg 1.10.2 in a JVM: needs the interop environment, built here when
+# missing) or pyiceberg (slower). Not part of `make bench`; no bench lock (it records the load).
 SOAK_MINUTES ?= 30
-soak: setup
-	SOAK_MINUTES=$(SOAK_MINUTES) uv run python -m benchmarks.bench_soak
+SOAK_ENGINES ?= local,ray,spark
+SOAK_WRITER ?= java
+soak: setup $(if $(filter java,$(SOAK_WRITER)),interop-env)
+	RAY_ENABLE_UV_RUN_RUNTIME_ENV=0 SOAK_MINUTES=$(SOAK_MINUTES) SOAK_ENGINES=$(SOAK_ENGINES) \
+		SOAK_WRITER=$(SOAK_WRITER) uv run python -m benchmarks.bench_soak
 
 clean:
 	rm -rf .venv .venv-interop build/interop icefloe-demo icefloe-warehouse dist .pytest_cache .mypy_cache .ruff_cache

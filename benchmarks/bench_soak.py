@@ -1,260 +1,707 @@
-"""The soak: a stream follows a table under a fast writer, compaction and expiry.
+"""The soak: streams on the local engine, Ray and Spark follow one table under a fast
+writer, compaction and expiry.
 
-``make soak`` (``SOAK_MINUTES``, default 30) or
-``uv run python -m benchmarks.bench_soak --minutes N``. Not part of ``make bench``.
+``make soak`` (``SOAK_MINUTES``, default 30; ``SOAK_ENGINES``, default ``local,ray,spark``;
+``SOAK_WRITER``, default ``java``) or
+``uv run python -m benchmarks.bench_soak --minutes N --engines local,ray,spark``.
+Not part of ``make bench``; it does not take the bench lock (it measures flatness within
+itself, and records the machine's load average per window).
 
-A SQLite catalog in a temp dir. The parent process is the writer: it appends 5-row
-batches as fast as PyIceberg commits them (the rate reached is reported), every
-``COMPACT_EVERY`` commits rewrites the files of the last commits in a ``replace``
-snapshot (skipped by the stream, as compactions are), and every ``EXPIRE_EVERY`` commits
-expires all snapshots but the newest ``KEEP`` (PyIceberg's own commit cost grows with the
-metadata; expiry keeps both sides' history bounded, as a production table's retention
-does). The table has ``KEEP`` snapshots before the first window, as a table with a retention
-policy has. A child process runs the local stream (``pollIntervalMs=200``, checkpoint on
-disk, ``checkpoint_interval_s=1``) acknowledging every item, and reports its CPU, RSS,
-lag, rows and the ids it saw.
+A SQLite catalog in a temp dir. **The writer** (``--writer java``): Java Iceberg 1.10.2's
+API in a plain JVM (``benchmarks/java/SoakWriter.java``, compiled once and cached under
+``benchmarks/data/``, the interop environment's jars plus Debian's sqlite-jdbc), creating
+the table through Iceberg's ``JdbcCatalog`` on the catalog PyIceberg's ``SqlCatalog`` reads;
+it commits ``HISTORY`` appends back to back (the history a table under a retention policy
+has), then ``ROWS``-row appends at ``RATE`` commits a second while running. Every
+``COMPACT_EVERY`` appends it rewrites the files of the last appends into one (a ``replace``
+snapshot, skipped by the streams as compactions are) and every ``EXPIRE_EVERY`` appends it
+expires the snapshots older than ``RETAIN_S`` seconds (deleting the files no snapshot
+keeps). ``--writer pyiceberg`` is a slower writer in the parent process (PyIceberg appends;
+its commit cost grows with the metadata), used by the harness's smoke test where no
+interop environment exists.
 
-Per window: snapshots committed, the stream's CPU per new snapshot, its RSS, lag (records
-and seconds, from ``stream.lag``), checkpoint size. At the end: every row exactly once
-(the writer's ids, and PyIceberg's scan of the head). Targets (issue 26): CPU per new
-snapshot in the last window within 1.5x of the first, RSS growth under 50 MB, lag
-without an upward trend, every row exactly once.
+**The streams**, one child process per engine, each measuring its own CPU and RSS over its
+process tree (Spark's JVM and Python workers; Ray's GCS, raylet and workers; for Ray's CPU
+only the driver and Ray's workers, icefloe's actors, count: the daemons' idle CPU would
+drown the figures), reading the table from ``startingVersion=earliest`` and checking every
+id it receives:
+
+- ``local``: ``IcebergSource.stream`` (``pollIntervalMs=200``, checkpoint on disk every 1 s);
+- ``ray``: ``icefloe.ray.RayStream`` in driver mode (one enumerator actor, one reader actor,
+  same poll interval and checkpoint), on a local Ray started by the child;
+- ``spark``: Structured Streaming with icefloe's data source (``local[2]``, a 1 s
+  processing-time trigger) into an idempotent ``foreachBatch`` sink: one Parquet file per
+  micro-batch id, replaced when a batch is replayed; the ids are read back from it.
+
+**A window**: the writer commits for ``WINDOW_S`` seconds (the streams' lag sampled every
+``SAMPLE_S``), pauses; each stream catches up (has every id written); then ``IDLE_S``
+seconds with nothing committed. Per window and engine: CPU per new snapshot (the CPU from
+the window's start until the stream caught up, less the idle rate of the window's idle
+phase times that time, per append), CPU per idle poll (the idle phase's CPU per poll the
+stream made: ``metrics().polls`` for local and Ray, triggers for Spark), RSS, lag (records
+and seconds; the largest and median samples), checkpoint size, the 1-minute load average.
+
+At the end: every row exactly once: each stream's ids (the Spark sink's files) against the
+writer's report (ids ``0 .. rows-1``), and PyIceberg's scan of the head. Targets (issue 26):
+CPU per new snapshot in the last window within 1.5x of the first, RSS growth under 50 MB
+(the last window against the first), lag without an upward trend (a least-squares slope of
+the largest lag per window over time), every row exactly once.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
-import resource
 import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import StreamChild, md_table, median, serve_stream_reports, verdict
+from benchmarks.common import ROOT, md_table, tree_processes, tree_usage, verdict
 
+ENGINES = ("local", "ray", "spark")
 POLL_MS = 200
-WINDOW_S = 60.0
+SPARK_TRIGGER_S = 1.0
+RATE = 10.0
+ROWS = 5
 COMPACT_EVERY = 100
 EXPIRE_EVERY = 50
-KEEP = 200
-ROWS = 5
-IDLE_S = 20.0
+RETAIN_S = 90.0
+HISTORY = 500
+WINDOW_S = 60.0
+IDLE_S = 6.0
+SAMPLE_S = 5.0
+CATCH_UP_S = 300.0
+SQLITE_JDBC = "/usr/share/java/sqlite-jdbc.jar"
+NAME = "soak"
+TABLE = "soak.t"
 
 
-def _rss_mb() -> float:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+# --------------------------------------------------------------------------- the streams
 
 
-def child(root: str) -> None:
-    """The stream process: answers ``report`` lines on stdin with a JSON line."""
-    from icefloe import IcebergSource
-    from tests.helpers.tables import make_catalog
+def catalog_options(root: str) -> dict[str, str]:
+    """icefloe options naming the soak's SQLite catalog (``catalog.<prop>``: PyIceberg's)."""
+    return {"catalog": NAME, "catalog.type": "sql",
+            "catalog.uri": f"sqlite:///{root}/catalog.db",
+            "catalog.warehouse": f"file://{root}/warehouse"}
 
-    catalog = make_catalog(Path(root))
-    ckpt = Path(root) / "ckpt"
-    seen: set[int] = set()
-    counts = {"rows": 0, "duplicates": 0}
-    source = IcebergSource("soak.t", catalog=catalog, options={
-        "pollIntervalMs": str(POLL_MS), "startingVersion": "earliest"})
-    stream = source.stream(checkpoint=str(ckpt), checkpoint_interval_s=1)
 
-    def check(item: Any) -> None:
-        for value in item.batch.column("id").to_pylist():
-            if value in seen:
-                counts["duplicates"] += 1
-            seen.add(value)
-        counts["rows"] += item.batch.num_rows
+class Ids:
+    """The ids a stream received: rows, distinct, duplicates (an id seen twice), range.
+
+    Thread-safe (Spark's ``foreachBatch`` and a reporting thread). ``key`` groups a delivery
+    (a Spark micro-batch id): an id delivered again under the same key is a replay of the
+    same batch into an idempotent sink, not a duplicate.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.owner: dict[int, Any] = {}
+        self.rows_by_key: dict[Any, int] = {}
+        self.duplicates = 0
+        self.anonymous = 0
+
+    def add(self, ids: Sequence[int], key: Any = None) -> None:
+        with self.lock:
+            if key is None:
+                key = self.anonymous = self.anonymous + 1
+            self.rows_by_key[key] = len(ids)
+            for value in ids:
+                prev = self.owner.setdefault(value, key)
+                if prev != key:
+                    self.duplicates += 1
+
+    def report(self) -> dict[str, Any]:
+        with self.lock:
+            return {"rows": sum(self.rows_by_key.values()), "distinct": len(self.owner),
+                    "duplicates": self.duplicates,
+                    "min_id": min(self.owner) if self.owner else None,
+                    "max_id": max(self.owner) if self.owner else None}
+
+
+def _dir_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
+
+
+def _serve(report: Callable[[], dict[str, Any]]) -> None:
+    """Answer every stdin line with ``report()`` (one JSON line) until ``stop``."""
+    for line in sys.stdin:
+        if line.strip() == "stop":
+            return
+        print(json.dumps(report()), flush=True)
+
+
+def _base_report(ids: Ids, ckpt: Path) -> dict[str, Any]:
+    cpu, rss = tree_usage(os.getpid())
+    return {"cpu": cpu, "rss_mb": rss, "checkpoint_bytes": _dir_bytes(ckpt), **ids.report()}
+
+
+def child_icefloe_stream(engine: str, root: str) -> None:
+    """The local or Ray stream (driver mode): consume on a thread, answer reports."""
+    ids = Ids()
+    ckpt = Path(root) / f"ckpt-{engine}"
+    options = {**catalog_options(root), "pollIntervalMs": str(POLL_MS),
+               "startingVersion": "earliest"}
+    if engine == "local":
+        from icefloe import IcebergSource
+
+        stream: Any = IcebergSource(TABLE, options=options).stream(
+            checkpoint=str(ckpt), checkpoint_interval_s=1)
+    else:
+        import logging
+
+        import ray
+
+        import icefloe.ray
+
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 object_store_memory=200 * 1024 * 1024, logging_level=logging.WARNING,
+                 _temp_dir=str(Path(root) / "ray"))  # its own session dir: no other Ray's
+        stream = icefloe.ray.RayStream(TABLE, options=options, checkpoint=str(ckpt),
+                                       num_readers=1, reader_num_cpus=0.5,
+                                       checkpoint_interval_s=1, metrics_interval_s=0)
+
+    def consume() -> None:
+        for item in stream:
+            ids.add(item.batch.column("id").to_pylist())
+            item.ack()
 
     def report() -> dict[str, Any]:
-        r = resource.getrusage(resource.RUSAGE_SELF)
-        lag = stream.lag
-        size = sum(p.stat().st_size for p in ckpt.rglob("*") if p.is_file()) \
-            if ckpt.exists() else 0
-        return {"cpu": r.ru_utime + r.ru_stime, "rss_mb": _rss_mb(), "rows": counts["rows"],
-                "distinct": len(seen), "duplicates": counts["duplicates"],
-                "lag_records": lag.records, "lag_seconds": lag.seconds,
-                "lag_snapshots": lag.snapshots, "checkpoint_bytes": size}
+        m = stream.metrics()
+        extra = {}
+        if engine == "ray":  # the driver and Ray's workers (icefloe's actors) apart from
+            # Ray's own daemons (GCS, raylet, agents), whose idle CPU dominates the tree's
+            procs = tree_processes(os.getpid())
+            mine = [p for p in procs if p[0] == os.getpid() or p[1].startswith("ray::")]
+            extra = {"cpu_total": sum(p[2] for p in procs), "cpu": sum(p[2] for p in mine)}
+        return {**_base_report(ids, ckpt), **extra, "lag_records": m.lag_records,
+                "lag_seconds": m.lag_seconds, "lag_snapshots": m.lag_snapshots,
+                "polls": m.polls}
 
-    serve_stream_reports(stream, check, report)
+    with stream:
+        threading.Thread(target=consume, daemon=True).start()
+        _serve(report)
 
 
-class Writer(threading.Thread):
-    """Appends, compacts and expires until stopped; counts commits and ids written."""
+def child_spark(root: str) -> None:
+    """Structured Streaming into an idempotent sink (a Parquet file per micro-batch id)."""
+    import pyarrow.parquet as pq
 
-    def __init__(self, catalog: Any) -> None:
+    import icefloe.spark
+
+    ids = Ids()
+    ckpt = Path(root) / "ckpt-spark"
+    sink = Path(root) / "spark-sink"
+    sink.mkdir(parents=True, exist_ok=True)
+    options = {**catalog_options(root), "startingVersion": "earliest"}
+    spark = icefloe.spark.session("local[2]", app_name="icefloe-soak")
+    spark.sparkContext.setLogLevel("ERROR")
+
+    def write(df: Any, batch_id: int) -> None:
+        table = df.select("id").toArrow()
+        tmp = sink / f".batch-{batch_id:09d}.parquet.tmp"
+        pq.write_table(table, tmp)
+        os.replace(tmp, sink / f"batch-{batch_id:09d}.parquet")
+        ids.add(table.column("id").to_pylist(), key=batch_id)
+
+    query = (spark.readStream.format("icefloe").options(**options).load(TABLE)
+             .writeStream.foreachBatch(write).option("checkpointLocation", str(ckpt))
+             .trigger(processingTime=f"{SPARK_TRIGGER_S:g} seconds").start())
+    started = time.monotonic()
+
+    def report() -> dict[str, Any]:
+        if query.exception() is not None:
+            raise RuntimeError(f"the Spark query failed: {query.exception()}")
+        lag = icefloe.spark.progress_lag(query.lastProgress, TABLE, options) \
+            if query.lastProgress else None
+        # a poll is a trigger: Spark calls latestOffset once per processing-time trigger
+        triggers = int((time.monotonic() - started) / SPARK_TRIGGER_S)
+        return {**_base_report(ids, ckpt), "polls": triggers,
+                "lag_records": lag.records if lag else 0,
+                "lag_seconds": lag.seconds if lag else 0.0,
+                "lag_snapshots": lag.snapshots if lag else 0}
+
+    try:
+        _serve(report)
+    finally:
+        query.stop()
+        spark.stop()
+
+
+def sink_ids(root: Path) -> list[int]:
+    """Every id in the Spark sink's files (the idempotent sink's content)."""
+    import pyarrow.parquet as pq
+
+    out: list[int] = []
+    for f in sorted((root / "spark-sink").glob("batch-*.parquet")):
+        out.extend(pq.read_table(f).column("id").to_pylist())
+    return out
+
+
+def _close(proc: subprocess.Popen[str], log: Any) -> None:
+    for f in (proc.stdin, proc.stdout, log):
+        if f is not None:
+            f.close()
+
+
+class Child:
+    """A stream child process answering ``report`` lines (``--child ENGINE ROOT``)."""
+
+    def __init__(self, engine: str, root: Path) -> None:
+        self.engine = engine
+        env = {**os.environ, "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}
+        self.log = open(root / f"{engine}.log", "w")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.bench_soak", "--child", engine, str(root)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True,
+            cwd=ROOT.parent, env=env)
+
+    def report(self) -> dict[str, Any]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write("report\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the {self.engine} stream exited ({self.proc.wait()}); see "
+                               f"{self.log.name}")
+        return dict(json.loads(line))
+
+    def stop(self, timeout_s: float = 180) -> None:
+        try:
+            if self.proc.poll() is None:
+                assert self.proc.stdin is not None
+                self.proc.stdin.write("stop\n")
+                self.proc.stdin.flush()
+                self.proc.wait(timeout=timeout_s)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+            _close(self.proc, self.log)
+
+
+# --------------------------------------------------------------------------- the writers
+
+
+class JavaWriter:
+    """``benchmarks/java/SoakWriter.java`` in its own JVM; answers status / pause / resume."""
+
+    def __init__(self, root: Path, rate: float, history: int) -> None:
+        from benchmarks.java_planning import classpath, compiled_class
+
+        cp, why = classpath()
+        if cp is None:
+            raise RuntimeError(f"the Java writer needs the interop environment: {why}")
+        if not Path(SQLITE_JDBC).exists():
+            raise RuntimeError(f"the Java writer needs {SQLITE_JDBC} (see interop/setup.sh)")
+        args = compiled_class(os.pathsep.join([cp, SQLITE_JDBC]), "SoakWriter")
+        self.log = open(root / "writer.log", "w")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            ["java", "-Xmx512m", *args, str(root / "catalog.db"), f"file://{root}/warehouse",
+             NAME, "soak", "t", str(rate), str(ROWS), str(COMPACT_EVERY), str(EXPIRE_EVERY),
+             str(RETAIN_S), str(history)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True)
+
+    def command(self, what: str) -> dict[str, Any]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(what + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the Java writer exited ({self.proc.wait()}); see "
+                               f"{self.log.name}")
+        status = dict(json.loads(line))
+        if status.get("error"):
+            raise RuntimeError(f"the Java writer failed: {status['error']}")
+        return status
+
+    def stop(self) -> dict[str, Any]:
+        try:
+            return self.command("stop")
+        finally:
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            _close(self.proc, self.log)
+
+
+class PyIcebergWriter(threading.Thread):
+    """The same protocol in this process: PyIceberg appends, replace and expiry."""
+
+    def __init__(self, root: Path, rate: float, history: int) -> None:
         super().__init__(daemon=True)
-        self.catalog = catalog
-        self.commits = 0
-        self.next_id = 0
-        self.stop = threading.Event()
-        self.error: BaseException | None = None
+        from tests.helpers.tables import make_catalog, make_table
 
-    def run(self) -> None:
+        self.catalog = make_catalog(root, NAME)
+        self.table = make_table(self.catalog, TABLE)
+        self.rate = rate
+        self.commits = self.rows = self.replaces = self.expiries = 0
+        self.commit_s = 0.0
+        self.lock = threading.Lock()
+        self.paused = True
+        self.stopped = False
+        self.error: BaseException | None = None
+        for _ in range(history):
+            self._commit()
+        self.start()
+
+    def _commit(self) -> None:
         from tests.helpers.tables import commit_replace, expire_snapshots, rows
 
-        table = self.catalog.load_table("soak.t")
-        try:
-            while not self.stop.is_set():
-                table.append(rows(ROWS, start=self.next_id))
-                self.next_id += ROWS
-                self.commits += 1
-                if self.commits % COMPACT_EVERY == 0:
-                    commit_replace(table)
-                    table = table.refresh()
-                if self.commits % EXPIRE_EVERY == 0:
-                    snapshots = sorted(table.metadata.snapshots, key=lambda s: s.sequence_number)
-                    heads = {ref.snapshot_id for ref in table.metadata.refs.values()}
-                    old = [s.snapshot_id for s in snapshots[:-KEEP] if s.snapshot_id not in heads]
-                    if old:
-                        expire_snapshots(table, old)
-                        table = table.refresh()
-        except BaseException as exc:
-            self.error = exc
+        t0 = time.perf_counter()
+        self.table.append(rows(ROWS, start=self.rows))
+        self.commit_s += time.perf_counter() - t0
+        self.rows += ROWS
+        self.commits += 1
+        if self.commits % COMPACT_EVERY == 0:
+            commit_replace(self.table)
+            self.table = self.table.refresh()
+            self.replaces += 1
+        if self.commits % EXPIRE_EVERY == 0:
+            cutoff = (time.time() - RETAIN_S) * 1000
+            heads = {ref.snapshot_id for ref in self.table.metadata.refs.values()}
+            old = [s.snapshot_id for s in self.table.metadata.snapshots
+                   if s.timestamp_ms < cutoff and s.snapshot_id not in heads]
+            if old:
+                expire_snapshots(self.table, old)
+                self.table = self.table.refresh()
+            self.expiries += 1
+
+    def run(self) -> None:
+        due = time.monotonic()
+        while not self.stopped:
+            if self.paused:
+                time.sleep(0.005)
+                due = time.monotonic()
+                continue
+            time.sleep(max(0.0, due - time.monotonic()))
+            due = max(due + 1 / self.rate, time.monotonic() - 1)
+            with self.lock:
+                if self.paused or self.stopped:
+                    continue
+                try:
+                    self._commit()
+                except BaseException as exc:  # reported by command()
+                    self.error = exc
+                    return
+
+    def command(self, what: str) -> dict[str, Any]:
+        if what in ("pause", "stop"):
+            self.paused = True
+        elif what == "resume":
+            self.paused = False
+        with self.lock:
+            if what == "stop":
+                self.stopped = True
+            if self.error is not None:
+                raise RuntimeError(f"the PyIceberg writer failed: {self.error!r}")
+            return {"commits": self.commits, "rows": self.rows, "replaces": self.replaces,
+                    "expiries": self.expiries, "snapshots": len(self.table.metadata.snapshots),
+                    "commit_ms": self.commit_s * 1000, "paused": self.paused, "error": None}
+
+    def stop(self) -> dict[str, Any]:
+        status = self.command("stop")
+        self.join()
+        return status
 
 
-def soak(minutes: float, window_s: float = WINDOW_S) -> dict[str, Any]:
-    from tests.helpers.tables import make_catalog, make_table, rows
+# --------------------------------------------------------------------------- the soak
 
-    root = Path(tempfile.mkdtemp(prefix="icefloe-soak-"))
-    try:
-        catalog = make_catalog(root)
-        make_table(catalog, "soak.t")
-        child_process = StreamChild("benchmarks.bench_soak", str(root))
-        report = child_process.report
 
-        # the history a long-running table has: KEEP snapshots before the first window
-        table = catalog.load_table("soak.t")
-        for i in range(KEEP):
-            table.append(rows(ROWS, start=ROWS * i))
-        while report()["rows"] < ROWS * KEEP:
+def _wait_caught_up(children: dict[str, Child], rows: int, timeout_s: float
+                    ) -> dict[str, tuple[float, dict[str, Any]]]:
+    """Poll every child until it has ``rows`` distinct ids; the time and report of each."""
+    start = time.monotonic()
+    done: dict[str, tuple[float, dict[str, Any]]] = {}
+    while len(done) < len(children):
+        for engine, child in children.items():
+            if engine in done:
+                continue
+            r = child.report()
+            if r["distinct"] >= rows:
+                done[engine] = (time.monotonic(), r)
+        if len(done) < len(children):
+            if time.monotonic() - start > timeout_s:
+                missing = sorted(set(children) - set(done))
+                raise RuntimeError(f"{missing} did not catch up with {rows} rows in "
+                                   f"{timeout_s:.0f} s")
             time.sleep(0.2)
-        # the stream's CPU at rest, per second (subtracted per window)
-        idle0 = report()
-        time.sleep(IDLE_S)
-        idle_per_s = (report()["cpu"] - idle0["cpu"]) / IDLE_S
-        writer = Writer(catalog)
-        writer.next_id = ROWS * KEEP
-        windows = []
-        last = report()
-        last_t = time.monotonic()
-        writer.start()
+    return done
+
+
+def soak(minutes: float, engines: Sequence[str] = ENGINES, writer: str = "java",
+         rate: float = RATE, history: int = HISTORY, window_s: float = WINDOW_S,
+         idle_s: float = IDLE_S, progress: Callable[[str], None] | None = None
+         ) -> dict[str, Any]:
+    """Run the soak; the per-window figures of every engine and the exactly-once checks.
+
+    ``minutes`` counts the windows' writing time (windows of ``window_s`` seconds, at least
+    one). Raises RuntimeError when the writer or a stream fails or a stream does not catch
+    up within ``CATCH_UP_S``.
+    """
+    say = progress or (lambda s: None)
+    root = Path(tempfile.mkdtemp(prefix="icefloe-soak-"))
+    (root / "warehouse").mkdir()
+    children: dict[str, Child] = {}
+    w: Any = None
+    try:
+        t0 = time.monotonic()
+        w = JavaWriter(root, rate, history) if writer == "java" else \
+            PyIcebergWriter(root, rate, history)
+        status = w.command("pause")  # answered once the history is committed
+        say(f"history: {status['commits']} appends in {time.monotonic() - t0:.0f} s")
+        children = {e: Child(e, root) for e in engines}
+        _wait_caught_up(children, status["rows"], CATCH_UP_S)
+        say("the streams caught up with the history")
+        windows: list[dict[str, Any]] = []
+        n_windows = max(1, round(minutes * 60 / window_s))
         start = time.monotonic()
-        commits_before = 0
-        while time.monotonic() - start < minutes * 60:
-            time.sleep(window_s)
-            now, now_t = report(), time.monotonic()
-            commits = writer.commits - commits_before
-            commits_before = writer.commits
-            busy = now["cpu"] - last["cpu"] - idle_per_s * (now_t - last_t)
-            last_t = now_t
-            windows.append({
-                "t_min": (time.monotonic() - start) / 60, "commits": commits,
-                "cpu_per_snapshot_ms": busy / max(1, commits) * 1000,
-                "rss_mb": now["rss_mb"], "lag_records": now["lag_records"],
-                "lag_seconds": now["lag_seconds"], "checkpoint_kb": now["checkpoint_bytes"] / 1e3})
-            print(f"  window {len(windows)}: {windows[-1]}", file=sys.stderr, flush=True)
-            last = now
-            if writer.error is not None:
-                raise RuntimeError(f"the writer failed: {writer.error!r}")
-        writer.stop.set()
-        writer.join()
-        written = writer.next_id
-        deadline = time.monotonic() + 300
-        final = report()
-        while final["distinct"] < written and time.monotonic() < deadline:
-            time.sleep(0.5)
-            final = report()
-        child_process.stop()
-        head_ids = catalog.load_table("soak.t").scan().to_arrow().column("id").to_pylist()
-        return {"windows": windows, "written": written, "commits": writer.commits,
-                "idle_cpu_per_s_ms": idle_per_s * 1000,
-                "final": final, "oracle_rows": len(head_ids),
+        for i in range(n_windows):
+            before = {e: c.report() for e, c in children.items()}
+            w0 = time.monotonic()
+            status0 = w.command("resume")
+            samples: dict[str, list[dict[str, Any]]] = {e: [] for e in engines}
+            while time.monotonic() - w0 < window_s:
+                time.sleep(min(SAMPLE_S, max(0.0, window_s - (time.monotonic() - w0))))
+                for e, c in children.items():
+                    samples[e].append(c.report())
+            status1 = w.command("pause")
+            write_s = time.monotonic() - w0
+            commits = status1["commits"] - status0["commits"]
+            caught = _wait_caught_up(children, status1["rows"], CATCH_UP_S)
+            idle0 = {e: c.report() for e, c in children.items()}
+            i0 = time.monotonic()
+            time.sleep(idle_s)
+            idle1 = {e: c.report() for e, c in children.items()}
+            i1 = time.monotonic()
+            window: dict[str, Any] = {
+                "t_min": (i1 - start) / 60, "commits": commits, "write_s": write_s,
+                "rate": commits / write_s, "snapshots": status1["snapshots"],
+                "load1": os.getloadavg()[0], "engines": {}}
+            for e in engines:
+                idle_cpu = idle1[e]["cpu"] - idle0[e]["cpu"]
+                idle_rate = idle_cpu / (i1 - i0)
+                polls = max(1, idle1[e]["polls"] - idle0[e]["polls"])
+                t_caught, r_caught = caught[e]
+                busy = r_caught["cpu"] - before[e]["cpu"] - idle_rate * (t_caught - w0)
+                lag_s = [s["lag_seconds"] for s in samples[e]]
+                lag_r = [s["lag_records"] for s in samples[e]]
+                window["engines"][e] = {
+                    "cpu_per_snapshot_ms": busy / max(1, commits) * 1000,
+                    "cpu_per_idle_poll_ms": idle_cpu / polls * 1000,
+                    "idle_cpu_per_s_ms": idle_rate * 1000,
+                    "catch_up_s": t_caught - (w0 + write_s),
+                    "rss_mb": idle1[e]["rss_mb"],
+                    "lag_seconds_max": max(lag_s), "lag_seconds_median": statistics.median(lag_s),
+                    "lag_records_max": max(lag_r),
+                    "lag_records_median": statistics.median(lag_r),
+                    "checkpoint_kb": idle1[e]["checkpoint_bytes"] / 1e3}
+                if "cpu_total" in idle1[e]:  # Ray: the whole tree's idle CPU, daemons included
+                    window["engines"][e]["tree_idle_cpu_per_s_ms"] = \
+                        (idle1[e]["cpu_total"] - idle0[e]["cpu_total"]) / (i1 - i0) * 1000
+            windows.append(window)
+            say(f"window {i + 1}/{n_windows}: {json.dumps(window)}")
+        final_status = w.stop()
+        w = None
+        written = final_status["rows"]
+        final = {e: r for e, (_, r) in _wait_caught_up(children, written, CATCH_UP_S).items()}
+        for c in children.values():
+            c.stop()
+        children = {}
+        from tests.helpers.tables import make_catalog
+
+        head = make_catalog(root, NAME).load_table(TABLE)
+        head_ids = head.scan().to_arrow().column("id").to_pylist()
+        checks = {}
+        for e in engines:
+            f = final[e]
+            ok = (f["distinct"] == written and f["rows"] == written and f["duplicates"] == 0
+                  and f["min_id"] == 0 and f["max_id"] == written - 1)
+            checks[e] = {**{k: f[k] for k in ("rows", "distinct", "duplicates")},
+                         "lost": written - f["distinct"], "exactly_once": ok}
+        if "spark" in engines:  # the sink's files, read back
+            got = sink_ids(root)
+            checks["spark"]["sink_rows"] = len(got)
+            checks["spark"]["sink_same"] = sorted(got) == list(range(written))
+            checks["spark"]["exactly_once"] &= checks["spark"]["sink_same"]
+        return {"windows": windows, "written": written, "commits": final_status["commits"],
+                "replaces": final_status["replaces"], "expiries": final_status["expiries"],
+                "history": history, "writer": writer, "window_s": window_s,
+                "engines": list(engines),
+                "write_minutes": sum(x["write_s"] for x in windows) / 60,
+                "wall_minutes": (time.monotonic() - start) / 60,
+                "checks": checks, "oracle_rows": len(head_ids),
                 "oracle_same": sorted(head_ids) == list(range(written))}
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        for c in children.values():
+            with contextlib.suppress(Exception):  # the first error is the one raised
+                c.stop()
+        if w is not None:
+            with contextlib.suppress(Exception):  # the first error is the one raised
+                w.stop()
+        if os.environ.get("SOAK_KEEP") != "1":
+            shutil.rmtree(root, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- report
+
+
+def slope(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """The least-squares slope of ``ys`` over ``xs`` (0 for fewer than two points)."""
+    if len(xs) < 2:
+        return 0.0
+    return statistics.linear_regression(xs, ys).slope
+
+
+def verdicts(result: dict[str, Any], engine: str) -> dict[str, Any]:
+    """The targets of issue 26 for one engine: each a (passed, figures) pair."""
+    w = [x["engines"][engine] for x in result["windows"]]
+    t = [x["t_min"] for x in result["windows"]]
+    first, last = w[0]["cpu_per_snapshot_ms"], w[-1]["cpu_per_snapshot_ms"]
+    rss = w[-1]["rss_mb"] - w[0]["rss_mb"]
+    lag = [x["lag_seconds_max"] for x in w]
+    lag_slope = slope(t, lag)  # seconds of lag per minute of soak
+    # no upward trend: the fitted rise over the run is under one sampling interval (or 1 s)
+    rise = lag_slope * (t[-1] - t[0]) if len(t) > 1 else 0.0
+    check = result["checks"][engine]
+    return {"cpu": (last <= 1.5 * first, f"{first:.1f} -> {last:.1f} ms"),
+            "rss": (rss < 50, f"{rss:+.0f} MB"),
+            "lag": (rise < max(1.0, SAMPLE_S),
+                    f"slope {lag_slope:+.3f} s/min (fitted rise {rise:+.1f} s over the run)"),
+            "once": (check["exactly_once"] and result["oracle_same"],
+                     f"{check['rows']} rows, {check['lost']} lost, {check['duplicates']} "
+                     "duplicates")}
+
+
+def summarize(result: dict[str, Any]) -> str:
+    """The RESULTS.md section's body: the run's conditions, a table per engine, verdicts."""
+    windows = result["windows"]
+    loads = [x["load1"] for x in windows]
+    rates = [x["rate"] for x in windows]
+    lines = [
+        f"Writer: {result['writer']}, {result['commits']} appends of {ROWS} rows "
+        f"({result['written']} rows), {result['history']} of them before the first window, "
+        f"{result['replaces']} `replace` compactions, {result['expiries']} expiries (snapshots "
+        f"older than {RETAIN_S:.0f} s). {len(windows)} windows of {result['window_s']:.0f} s of "
+        "commits "
+        f"({result['write_minutes']:.1f} minutes of writing, {result['wall_minutes']:.1f} with "
+        f"catch-up and idle phases): the writer reached {min(rates):.1f}-{max(rates):.1f} "
+        f"appends/s while writing (median {statistics.median(rates):.1f}); "
+        f"{min(x['snapshots'] for x in windows)}-{max(x['snapshots'] for x in windows)} "
+        f"snapshots in the metadata. The machine was shared (2 cores): 1-minute load average "
+        f"{min(loads):.1f}-{max(loads):.1f} over the windows (median "
+        f"{statistics.median(loads):.1f}); the streams ran at once, behind one writer.",
+    ]
+    for e in result["engines"]:
+        rows = []
+        for x in windows:
+            m = x["engines"][e]
+            rows.append([f"{x['t_min']:.1f}", x["commits"], f"{x['load1']:.1f}",
+                         f"{m['cpu_per_snapshot_ms']:.1f}", f"{m['cpu_per_idle_poll_ms']:.1f}",
+                         f"{m['rss_mb']:.0f}",
+                         f"{m['lag_records_median']:.0f} / {m['lag_records_max']:.0f}",
+                         f"{m['lag_seconds_median']:.1f} / {m['lag_seconds_max']:.1f}",
+                         f"{m['catch_up_s']:.1f}", f"{m['checkpoint_kb']:.1f}"])
+        v = verdicts(result, e)
+        lines += [
+            "", f"**{e}**", "",
+            md_table(["minute", "appends", "load", "CPU per snapshot (ms)",
+                      "CPU per idle poll (ms)", "RSS (MB)", "lag records (median / max)",
+                      "lag s (median / max)", "catch-up (s)", "checkpoint (kB)"], rows),
+            "",
+            f"- CPU per new snapshot, last window within 1.5x of the first: "
+            f"{verdict(v['cpu'][0])} ({v['cpu'][1]})",
+            f"- RSS growth under 50 MB: {verdict(v['rss'][0])} ({v['rss'][1]})",
+            f"- lag bounded (largest lag per window over time): {verdict(v['lag'][0])} "
+            f"({v['lag'][1]})",
+            f"- every row exactly once: {verdict(v['once'][0])} ({v['once'][1]}"
+            + (f"; the sink's files: {result['checks'][e]['sink_rows']} rows, the writer's "
+               f"ids: {result['checks'][e]['sink_same']}" if e == "spark" else "") + ")",
+        ]
+    lines += ["", f"Oracle: the writer reported ids 0-{result['written'] - 1}; PyIceberg's scan "
+              f"of the head: {result['oracle_rows']} rows, the same ids: "
+              f"{result['oracle_same']}."]
+    return "\n".join(lines)
 
 
 def plot(result: dict[str, Any], path: Path) -> None:
-    """Four panels over time (matplotlib): CPU per snapshot, RSS, lag, checkpoint size."""
+    """Six panels over time (matplotlib), one line per engine."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    w = result["windows"]
-    t = [x["t_min"] for x in w]
-    fig, axes = plt.subplots(2, 2, figsize=(10, 6), sharex=True)
-    for ax, key, label in zip(axes.flat, (
-            "cpu_per_snapshot_ms", "rss_mb", "lag_seconds", "checkpoint_kb"), (
-            "stream CPU per new snapshot (ms)", "stream RSS (MB)", "lag (s behind)",
-            "checkpoint size (kB)"), strict=True):
-        ax.plot(t, [x[key] for x in w], marker="o")
+    windows = result["windows"]
+    t = [x["t_min"] for x in windows]
+    fig, axes = plt.subplots(2, 3, figsize=(14, 7), sharex=True)
+    panels = (("cpu_per_snapshot_ms", "CPU per new snapshot (ms)"),
+              ("cpu_per_idle_poll_ms", "CPU per idle poll (ms)"),
+              ("rss_mb", "RSS of the process tree (MB)"),
+              ("lag_seconds_max", "lag, largest sample (s)"),
+              ("lag_records_max", "lag, largest sample (records)"),
+              ("checkpoint_kb", "checkpoint size (kB)"))
+    for ax, (key, label) in zip(axes.flat, panels, strict=True):
+        for e in result["engines"]:
+            ax.plot(t, [x["engines"][e][key] for x in windows], marker="o", markersize=3,
+                    label=e)
         ax.set_title(label)
         ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)
+    axes.flat[0].legend()
+    load = axes.flat[0].twinx()
+    load.plot(t, [x["load1"] for x in windows], color="grey", linestyle=":", label="load")
+    load.set_ylabel("1-min load average (dotted)")
     for ax in axes[1]:
         ax.set_xlabel("minutes")
+    fig.suptitle(f"icefloe soak: {result['commits']} appends at "
+                 f"{statistics.median(x['rate'] for x in windows):.1f}/s, compaction and expiry")
     fig.tight_layout()
     tmp = path.with_suffix(".tmp.png")
     fig.savefig(tmp, dpi=80)
     tmp.replace(path)
 
 
-def summarize(result: dict[str, Any], minutes: float) -> str:
-    w = result["windows"]
-    first, lastw = w[0], w[-1]
-    rate = result["commits"] / (minutes * 60)
-    cpu_ok = lastw["cpu_per_snapshot_ms"] <= 1.5 * first["cpu_per_snapshot_ms"]
-    rss_growth = max(x["rss_mb"] for x in w) - first["rss_mb"]
-    half = len(w) // 2
-    lag_trend = median([x["lag_seconds"] for x in w[half:]]) <= 2 * max(
-        1.0, median([x["lag_seconds"] for x in w[:half]] or [0.0]))
-    final = result["final"]
-    once = (final["distinct"] == result["written"] and final["duplicates"] == 0
-            and final["rows"] == result["written"] and result["oracle_same"])
-    rows = [[f"{x['t_min']:.1f}", x["commits"], f"{x['cpu_per_snapshot_ms']:.1f}",
-             f"{x['rss_mb']:.0f}", x["lag_records"], f"{x['lag_seconds']:.1f}",
-             f"{x['checkpoint_kb']:.1f}"] for x in w]
-    return "\n".join([
-        f"{minutes:g} minutes; the writer reached {rate:.1f} commits/s ({result['commits']} "
-        f"commits of {ROWS} rows; a `replace` every {COMPACT_EVERY}, expiry to the newest "
-        f"{KEEP} every {EXPIRE_EVERY}; {KEEP} snapshots of history before the first "
-        f"window); windows of {WINDOW_S:.0f} s. CPU per snapshot: the stream process's CPU "
-        f"in the window less its CPU at rest ({result['idle_cpu_per_s_ms']:.1f} ms per "
-        "second, measured before the writer started), per commit.",
-        "",
-        md_table(["minute", "commits", "stream CPU per snapshot (ms)", "RSS (MB)",
-                  "lag (records)", "lag (s)", "checkpoint (kB)"], rows),
-        "",
-        f"- CPU per new snapshot, last window within 1.5x of the first: {verdict(cpu_ok)} "
-        f"({first['cpu_per_snapshot_ms']:.1f} -> {lastw['cpu_per_snapshot_ms']:.1f} ms)",
-        f"- RSS growth under 50 MB: {verdict(rss_growth < 50)} ({rss_growth:.0f} MB)",
-        f"- lag without an upward trend (second half's median at most 2x the first's, "
-        f"or 1 s): {verdict(lag_trend)}",
-        f"- every row exactly once (the writer's ids; PyIceberg's scan of the head): "
-        f"{verdict(once)} ({final['rows']} rows delivered, {final['distinct']} distinct, "
-        f"{final['duplicates']} duplicates; {result['written']} written; oracle "
-        f"{result['oracle_rows']} rows, same ids: {result['oracle_same']})",
-    ])
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_soak")
-    ap.add_argument("--child")
+    ap.add_argument("--child", nargs=2, metavar=("ENGINE", "ROOT"))
     ap.add_argument("--minutes", type=float,
                     default=float(os.environ.get("SOAK_MINUTES", "30")))
+    ap.add_argument("--engines", default=os.environ.get("SOAK_ENGINES", ",".join(ENGINES)))
+    ap.add_argument("--writer", choices=("java", "pyiceberg"),
+                    default=os.environ.get("SOAK_WRITER", "java"))
+    ap.add_argument("--rate", type=float, default=RATE, help="appends a second while writing")
+    ap.add_argument("--history", type=int, default=HISTORY)
+    ap.add_argument("--window", type=float, default=WINDOW_S, help="seconds of writing")
     ap.add_argument("--plot", default=str(Path(__file__).resolve().parent / "soak.png"))
+    ap.add_argument("--json", help="also write the raw result here")
     a = ap.parse_args()
     if a.child:
-        child(a.child)
+        engine, root = a.child
+        if engine == "spark":
+            child_spark(root)
+        else:
+            child_icefloe_stream(engine, root)
         return
-    result = soak(a.minutes)
-    print(summarize(result, a.minutes))
+    engines = [e.strip() for e in a.engines.split(",") if e.strip()]
+    unknown = sorted(set(engines) - set(ENGINES))
+    if unknown:
+        ap.error(f"unknown engines {unknown}; choose from {','.join(ENGINES)}")
+    result = soak(a.minutes, engines, a.writer, a.rate, a.history, a.window,
+                  progress=lambda s: print(s, file=sys.stderr, flush=True))
+    if a.json:
+        Path(a.json).write_text(json.dumps(result, indent=1))
+    print(summarize(result))
     try:
         plot(result, Path(a.plot))
         print(f"\n![soak]({Path(a.plot).name})")

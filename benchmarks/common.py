@@ -105,6 +105,60 @@ def reset_peak_rss() -> bool:
     return True
 
 
+def process_cpu_s() -> float:
+    """This process's CPU time so far (user + system, every thread), seconds."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def tree_processes(pid: int) -> list[tuple[int, str, float, float]]:
+    """Process ``pid`` and all its descendants (Linux /proc): (pid, name, CPU s, RSS MiB) each.
+
+    The name is the kernel's ``comm`` (15 characters: a Ray worker's is its title, such as
+    ``ray::Enumerator``). CPU is user + system time plus the time of the children the
+    process has reaped (``cutime`` + ``cstime``), so a Spark Python worker or a Ray worker
+    that exited and was waited for still counts; RSS is the resident set (pages shared
+    between processes count in each). A process that exits during the listing is skipped.
+    """
+    children: dict[int, list[int]] = {}
+    stats: dict[int, tuple[str, list[str]]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                text = f.read()
+        except OSError:
+            continue
+        name = text[text.index("(") + 1:text.rindex(")")]
+        fields = text.rsplit(")", 1)[1].split()
+        stats[int(entry)] = (name, fields)
+        children.setdefault(int(fields[1]), []).append(int(entry))
+    tick = os.sysconf("SC_CLK_TCK")
+    page = os.sysconf("SC_PAGE_SIZE")
+    out = []
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        if p not in stats:
+            continue
+        name, fields = stats[p]
+        # after the name: state(0) ppid(1) ... utime(11) stime(12) cutime(13) cstime(14)
+        # ... rss(21) in pages (proc(5)'s field numbers minus 3)
+        cpu = sum(int(fields[i]) for i in (11, 12, 13, 14)) / tick
+        out.append((p, name, cpu, int(fields[21]) * page / MIB))
+        todo.extend(children.get(p, []))
+    return out
+
+
+def tree_usage(pid: int) -> tuple[float, float]:
+    """CPU seconds and RSS (MiB) of process ``pid`` and its descendants, summed
+    (:func:`tree_processes`). Run by the process measuring itself (a benchmark's stream
+    child), so the tree is that engine's only."""
+    procs = tree_processes(pid)
+    return sum(p[2] for p in procs), sum(p[3] for p in procs)
+
+
 def run_child(module: str, *args: str, timeout: float = 1800) -> dict[str, Any]:
     """Run ``python -m module --child args...`` in a fresh process; parse its last stdout
     line as JSON (the child measures its own time and peak RSS, see :func:`peak_rss_mb`)."""

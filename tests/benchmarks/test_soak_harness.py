@@ -1,0 +1,68 @@
+"""The soak harness (benchmarks/bench_soak.py) in seconds, so it does not rot between soaks.
+
+A real writer (PyIceberg appends into a SQLite catalog), a real local stream in a child
+process, two short windows; the exactly-once check against the writer's ids and
+PyIceberg's scan of the head, and the report's verdicts. The Java writer's own smoke test
+needs the interop environment (marker ``interop``).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from benchmarks import bench_soak
+
+
+def test_ids_count_duplicates_but_not_replays_of_the_same_batch() -> None:
+    ids = bench_soak.Ids()
+    ids.add([0, 1, 2], key=7)
+    ids.add([0, 1, 2], key=7)  # a replayed micro-batch into an idempotent sink
+    assert ids.report() == {"rows": 3, "distinct": 3, "duplicates": 0, "min_id": 0,
+                            "max_id": 2}
+    ids.add([2, 3], key=8)      # id 2 again in another batch: a duplicate
+    ids.add([4])
+    ids.add([4])                # no key: every delivery counts
+    r = ids.report()
+    assert (r["rows"], r["distinct"], r["duplicates"], r["max_id"]) == (3 + 2 + 1 + 1, 5, 2, 4)
+
+
+def test_slope_fits_a_trend_and_a_flat_line() -> None:
+    assert bench_soak.slope([0, 1, 2, 3], [1.0, 3.0, 5.0, 7.0]) == pytest.approx(2.0)
+    assert bench_soak.slope([0, 1, 2, 3], [2.0, 2.0, 2.0, 2.0]) == pytest.approx(0.0)
+    assert bench_soak.slope([1.0], [5.0]) == 0.0
+
+
+def test_a_short_soak_on_the_local_engine_delivers_every_row_once(tmp_path: Path) -> None:
+    result = bench_soak.soak(minutes=4 / 60, engines=["local"], writer="pyiceberg", rate=5,
+                             history=5, window_s=2, idle_s=0.5)
+    assert len(result["windows"]) == 2
+    assert result["commits"] > 5 and result["written"] == 5 * result["commits"]
+    check = result["checks"]["local"]
+    assert check == {"rows": result["written"], "distinct": result["written"],
+                     "duplicates": 0, "lost": 0, "exactly_once": True}
+    assert result["oracle_same"] and result["oracle_rows"] == result["written"]
+    for window in result["windows"]:
+        m = window["engines"]["local"]
+        # two-second windows: the CPU figures are clock ticks of noise, present and finite
+        assert window["commits"] > 0 and m["rss_mb"] > 0
+        assert math.isfinite(m["cpu_per_snapshot_ms"]) and m["cpu_per_idle_poll_ms"] >= 0
+    text = bench_soak.summarize(result)
+    assert "every row exactly once: **met**" in text
+    assert f"{result['written']} rows, 0 lost, 0 duplicates" in text
+    bench_soak.plot(result, tmp_path / "soak.png")
+    assert (tmp_path / "soak.png").stat().st_size > 10_000
+
+
+@pytest.mark.interop
+def test_the_java_writer_commits_what_pyiceberg_reads() -> None:
+    from benchmarks.java_planning import classpath
+
+    if classpath()[0] is None:
+        pytest.skip(f"no interop environment: {classpath()[1]}")
+    result = bench_soak.soak(minutes=3 / 60, engines=["local"], writer="java", rate=10,
+                             history=20, window_s=3, idle_s=0.5)
+    assert result["commits"] > 20 and result["oracle_same"]
+    assert result["checks"]["local"]["exactly_once"]
