@@ -255,8 +255,9 @@ class ContinuousEnumerator:
         return resolve_event_time(schema, self.options, name or typed)
 
     def _check_names(self, schema: Schema, change: SchemaChange, where: str,
-                     snapshot_id: int | None) -> None:
-        """The filter and ``watermarkColumn`` still name columns of ``schema``.
+                     snapshot_id: int | None, columns: bool = False) -> None:
+        """The filter and ``watermarkColumn`` (with ``columns``: ``columns`` and
+        ``identifierColumns`` too) still name columns of ``schema``.
 
         Raises:
             SchemaChangedError: one names a column ``schema`` lacks (dropped, or not in a
@@ -268,6 +269,9 @@ class ContinuousEnumerator:
             return
         wanted = {"filter": filter_references(opts.filter),
                   "watermarkColumn": (opts.watermark_column,) if opts.watermark_column else ()}
+        if columns:  # a dropped column leaves ``columns``; a re-created table must have it
+            wanted.update(columns=opts.columns or (),
+                          identifierColumns=opts.identifier_columns or ())
         for option, typed in wanted.items():
             gone = names.gone_in(schema, typed) + names.unresolved(typed)
             if gone:
@@ -327,7 +331,7 @@ class ContinuousEnumerator:
         self.names = TypedNames.resolve(self.options, metadata, schema)
         where = f"table {self.handle.identifier} was re-created and the stream moved onto " \
             f"it (onLineageBreak={self.options.on_lineage_break})"
-        self._check_names(schema, change, where, None)
+        self._check_names(schema, change, where, None, columns=True)
         try:
             self.event_time = self._event_time_in(schema)
         except InvalidOptionError as exc:

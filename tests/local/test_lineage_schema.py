@@ -99,12 +99,14 @@ RECREATED_EVENTS = Schema(  # ``ts`` under another field id; field 2 is a string
 
 
 def _follow_onto_recreated(catalog: Catalog, tmp_path: Path, schema: Schema,
-                           data: list[pa.Table]) -> tuple[list[Any], Exception | None]:
-    """Stream the event table with ``watermarkColumn=ts``, drop it, re-create it with
-    ``schema`` and ``data`` (one append each); the items of the new table, or the error."""
+                           data: list[pa.Table], **names: str
+                           ) -> tuple[list[Any], Exception | None]:
+    """Stream the event table with ``names`` (default ``watermarkColumn=ts``), drop it,
+    re-create it with ``schema`` and ``data`` (one append each); the items of the new
+    table, or the error."""
     old = event_table(catalog, hours=(1, 0), n=4)
     opts = {"pollIntervalMs": "50", "onLineageBreak": "restartFromStart",
-            "retryBackoffMs": "100", "watermarkColumn": "ts"}
+            "retryBackoffMs": "100", **(names or {"watermarkColumn": "ts"})}
     got: list[Any] = []
     old_files = {task.file.file_path for task in old.scan().plan_files()}
     with IcebergSource("db.events", catalog=catalog, options=opts).stream(
@@ -159,3 +161,13 @@ def test_a_reset_onto_a_table_without_the_watermark_column_is_a_typed_error(
     message = str(error)
     assert "re-created" in message and "watermarkColumn" in message and "'ts'" in message
     assert "added 'id', 'name', 'score'" in message, "the new table's columns are named"
+
+
+def test_a_reset_onto_a_table_without_a_selected_column_is_a_typed_error(
+        catalog: Catalog, tmp_path: Path) -> None:
+    got, error = _follow_onto_recreated(catalog, tmp_path, NEW_SCHEMA, [
+        pa.table({"id": pa.array([1], pa.int64()), "name": ["a"], "score": [1.0]})],
+        columns="id,kind")
+    assert isinstance(error, SchemaChangedError), error
+    assert not got
+    assert "re-created" in str(error) and "columns option names column 'kind'" in str(error)
