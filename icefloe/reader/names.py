@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pyiceberg.expressions import (
     AlwaysFalse,
@@ -44,9 +45,11 @@ from pyiceberg.expressions import (
 from pyiceberg.expressions.parser import parse as parse_filter
 from pyiceberg.expressions.visitors import BooleanExpressionVisitor, visit
 from pyiceberg.schema import Schema
-from pyiceberg.table.metadata import TableMetadata
 
-from icefloe.options import SourceOptions
+if TYPE_CHECKING:
+    from pyiceberg.table.metadata import TableMetadata
+
+    from icefloe.options import SourceOptions
 
 
 class _References(BooleanExpressionVisitor[list[str]]):
