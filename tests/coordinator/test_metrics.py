@@ -26,7 +26,7 @@ from icefloe.coordinator.recorder import MetricsRecorder, retry_budget_s
 from icefloe.metrics.prometheus import render
 from icefloe.retry import RetryPolicy
 from icefloe.state.store import CURRENT_NAME
-from tests.helpers.flaky_io import DATA_FAULTS_PROPERTY, faults_left
+from tests.helpers.flaky_io import data_faults_catalog, faults_left
 from tests.helpers.tables import make_table, rows
 from tests.helpers.waiting import wait_for
 
@@ -278,21 +278,13 @@ def test_without_the_metrics_extra_the_error_names_it(
     assert stream.metrics_address is None
 
 
-def _flaky_catalog(tmp_path: Path, faults: Path) -> SqlCatalog:
-    faults.write_text("0")
-    return SqlCatalog("flaky", uri=f"sqlite:///{tmp_path}/flaky.db",
-                      warehouse=f"file://{tmp_path}/flaky-wh",
-                      **{"py-io-impl": "tests.helpers.flaky_io.FlakyDataFileIO",
-                         DATA_FAULTS_PROPERTY: str(faults)})
-
-
 def test_reader_retries_and_errors_are_counted_by_kind(tmp_path: Path) -> None:
     """A data file read fails twice (a transient ``ConnectionResetError``, injected by the
     table's FileIO) and is retried; the rows arrive once each, and the retries read back
     from ``stream.metrics()`` and the endpoint under operation ``read``. Then a read that
     fails more often than ``maxAttempts`` allows is one error of that kind."""
     faults = tmp_path / "faults"
-    catalog = _flaky_catalog(tmp_path, faults)
+    catalog = data_faults_catalog(tmp_path, faults)
     table = make_table(catalog)
     table.append(rows(20))
     expected = sorted(table.scan().to_arrow().column("id").to_pylist())

@@ -14,6 +14,7 @@ import fcntl
 from pathlib import Path
 from typing import Any
 
+from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.io import FileIO, InputFile, InputStream, OutputFile
 from pyiceberg.io.pyarrow import PyArrowFileIO
 
@@ -97,3 +98,13 @@ class FlakyDataFileIO(FileIO):
 
     def delete(self, location: str | InputFile | OutputFile) -> None:
         self.inner.delete(location)
+
+
+def data_faults_catalog(directory: Path, faults: Path) -> SqlCatalog:
+    """A SQLite catalog under ``directory`` whose tables read through
+    :class:`FlakyDataFileIO` with the budget file ``faults`` (created empty: no fault)."""
+    faults.write_text("0")
+    return SqlCatalog("flaky", uri=f"sqlite:///{directory}/flaky.db",
+                      warehouse=f"file://{directory}/flaky-wh",
+                      **{"py-io-impl": "tests.helpers.flaky_io.FlakyDataFileIO",
+                         DATA_FAULTS_PROPERTY: str(faults)})

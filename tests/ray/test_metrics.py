@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from pyiceberg.catalog.sql import SqlCatalog
 
 import icefloe.ray
-from tests.helpers.flaky_io import DATA_FAULTS_PROPERTY, faults_left
+from tests.helpers.flaky_io import data_faults_catalog, faults_left
 from tests.helpers.tables import make_table, rows
 from tests.helpers.waiting import wait_for
 
@@ -107,11 +107,7 @@ def test_a_reader_actors_retried_read_is_counted(tmp_path: Path, ray_local: None
     every row arrives once, and the enumerator counts two retries of operation ``read``
     (``RayStream.metrics()`` and the Prometheus endpoint)."""
     faults = tmp_path / "faults"
-    faults.write_text("0")
-    catalog = SqlCatalog("flaky", uri=f"sqlite:///{tmp_path}/flaky.db",
-                         warehouse=f"file://{tmp_path}/flaky-wh",
-                         **{"py-io-impl": "tests.helpers.flaky_io.FlakyDataFileIO",
-                            DATA_FAULTS_PROPERTY: str(faults)})
+    catalog = data_faults_catalog(tmp_path, faults)
     table = make_table(catalog, "db.ray_read_faults")
     table.append(rows(12))
     expected = sorted(table.scan().to_arrow().column("id").to_pylist())
