@@ -36,7 +36,6 @@ before it is acknowledged, so no batch of the old schema follows the first one o
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 import threading
@@ -51,7 +50,7 @@ from icefloe.coordinator.metrics import StreamMetrics
 from icefloe.coordinator.recorder import MetricsRecorder
 from icefloe.coordinator.watermark import WatermarkTracker
 from icefloe.enumerator.continuous import ContinuousEnumerator, SchemaSwitch
-from icefloe.enumerator.schema_track import SchemaChange, StreamSchema, follow_columns
+from icefloe.enumerator.schema_track import SchemaChange, StreamSchema
 from icefloe.errors import UnknownSplitError
 from icefloe.reader.context import ReadContext
 from icefloe.retry import RetryPolicy, observe_retries
@@ -136,7 +135,7 @@ class Coordinator:
             self.watermarks = WatermarkTracker(start.watermark_ms)
         self.write_checkpoint()  # a new start is durable at once (restore marked it dirty)
         context = ReadContext.create(handle.metadata, handle.io, self.enumerator.read_schema(),
-                                     opts)
+                                     opts, self.enumerator.names)
         self._contexts[self._base_schema.schema_id] = context
         self._start_key = self._base_schema.schema_id
         pinned: int | None = None
@@ -190,7 +189,8 @@ class Coordinator:
         if schema_reset is not None:
             metadata = self.handle.metadata
             schema = metadata.schema_by_id(schema_reset.schema.schema_id) or metadata.schema()
-            context = ReadContext.create(metadata, self.handle.io, schema, self.options)
+            context = ReadContext.create(metadata, self.handle.io, schema, self.options,
+                                         self.enumerator.names)
         with self._lock:
             self._tracker = AckTracker(position, (), ())
             if schema_reset is not None and context is not None:
@@ -217,16 +217,11 @@ class Coordinator:
         key = switch.key
         metadata = self.handle.metadata
         new = metadata.schema_by_id(schema_id)
-        base_id = self._base_schema.schema_id if self._base_schema else schema_id
-        old = metadata.schema_by_id(base_id)
-        if new is None or old is None:
-            raise RuntimeError(f"schema {schema_id} or {base_id} is not in the metadata")
-        opts = dataclasses.replace(
-            self.options,
-            columns=follow_columns(self.options.columns, old, new, self.options.case_sensitive),
-            identifier_columns=follow_columns(self.options.identifier_columns, old, new,
-                                              self.options.case_sensitive))
-        context = ReadContext.create(metadata, self.handle.io, new, opts)
+        if new is None:
+            raise RuntimeError(f"schema {schema_id} is not in the metadata")
+        # the names the options typed, by field id: a renamed column keeps its place
+        context = ReadContext.create(metadata, self.handle.io, new, self.options,
+                                     self.enumerator.names)
         with self._lock:
             self._contexts.setdefault(key, context)
             self._changes[key] = switch.change

@@ -64,7 +64,8 @@ class StreamMetrics:
             one succeeds).
         retries: failed attempts that were retried, by ``(operation, error type)``;
             operations: ``refresh`` (catalog poll), ``plan`` (manifest reads),
-            ``checkpoint`` (store writes).
+            ``checkpoint`` (store writes), ``read`` (a split's data read by a reader; a
+            transient fault re-reads it from the last record delivered).
         errors: failures that were not retried (permanent, or the last attempt), by
             ``(operation, error type)``; an ``enumeration`` error ended the stream.
         checkpoints: checkpoints written (counter).

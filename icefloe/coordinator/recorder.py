@@ -80,16 +80,22 @@ class MetricsRecorder:
 
     def failed(self, operation: str, exc: BaseException, retrying: bool) -> None:
         """A failed attempt of ``operation`` (a :data:`icefloe.retry.RetryListener`)."""
+        self.count_failure(operation, type(exc).__name__, retrying, str(exc))
+
+    def count_failure(self, operation: str, error_type: str, retrying: bool,
+                      message: str = "") -> None:
+        """:meth:`failed` by the error's type name (a failure reported from another
+        process: a Ray reader actor's read)."""
         with self._lock:
-            key = (operation, type(exc).__name__)
+            key = (operation, error_type)
             if retrying:
                 self.retries[key] += 1
             else:
                 self.errors[key] += 1
             if operation in ("refresh", "plan"):
                 self.consecutive_failures += 1
-                self.last_failure = f"{operation} failed: {type(exc).__name__}: " + \
-                    " ".join(str(exc).split())[:200]
+                self.last_failure = f"{operation} failed: {error_type}: " + \
+                    " ".join(message.split())[:200]
 
     def polled(self, seconds: float) -> None:
         """A successful poll (table refresh) that took ``seconds``."""

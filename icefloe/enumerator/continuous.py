@@ -45,6 +45,7 @@ from icefloe.enumerator.schema_track import (
 )
 from icefloe.errors import (
     ExpiredPositionError,
+    InvalidOptionError,
     LineageBreakError,
     SchemaChangedError,
     SnapshotNotFoundError,
@@ -52,6 +53,7 @@ from icefloe.errors import (
     TableReplacedError,
 )
 from icefloe.options import SourceOptions
+from icefloe.reader.names import TypedNames, filter_references
 from icefloe.retry import RetryPolicy, call_with_retry
 from icefloe.splits.split import FileSplit
 from icefloe.state.position import Phase, Position
@@ -190,9 +192,12 @@ class ContinuousEnumerator:
         base_schema_id: the schema the stream's readers were started with; splits read in
             another schema carry its id (``FileSplit.schema_id``).
         event_time: ``watermarkColumn`` resolved in the start schema (set by
-            :meth:`start_schema`; None without the option): every unit is planned in
-            event-time order, its ordinals event-time ranks
-            (:mod:`icefloe.enumerator.event_time`).
+            :meth:`start_schema`, again by a reset onto a re-created table; None without
+            the option): every unit is planned in event-time order, its ordinals
+            event-time ranks (:mod:`icefloe.enumerator.event_time`).
+        names: the options' column names resolved by field id in the start schema (set
+            with ``event_time``; :mod:`icefloe.reader.names`): every schema the stream
+            reads in names them its own way (a rename).
     """
 
     def __init__(self, handle: TableHandle, options: SourceOptions,
@@ -217,6 +222,7 @@ class ContinuousEnumerator:
         self._left: Schema | None = None  # the schema read when the table was replaced
         self._replaced = False  # a reset onto a re-created table waits for its schema
         self.event_time: EventTimeColumn | None = None
+        self.names: TypedNames | None = None
 
     # -- the stream schema ---------------------------------------------------------
 
@@ -232,10 +238,49 @@ class ContinuousEnumerator:
         """
         self.schema = self.schema_policy.start(self.handle.metadata, self.head(), restored)
         self.base_schema_id = self.schema.schema_id
-        self.event_time = resolve_event_time(self.read_schema(), self.options)
+        schema = self.read_schema()
+        self.names = TypedNames.resolve(self.options, self.handle.metadata, schema)
+        self.event_time = self._event_time_in(schema)
         self._cursor = None
         self._planner = self._fixed_planner
         return self.schema
+
+    def _event_time_in(self, schema: Schema) -> EventTimeColumn | None:
+        """``watermarkColumn`` resolved in ``schema`` under the name it has there (the
+        option's column followed by field id, :attr:`names`)."""
+        typed = self.options.watermark_column
+        if typed is None:
+            return None
+        name = self.names.name_in(typed, schema) if self.names is not None else typed
+        return resolve_event_time(schema, self.options, name or typed)
+
+    def _check_names(self, schema: Schema, change: SchemaChange, where: str,
+                     snapshot_id: int | None, columns: bool = False) -> None:
+        """The filter and ``watermarkColumn`` (with ``columns``: ``columns`` and
+        ``identifierColumns`` too) still name columns of ``schema``.
+
+        Raises:
+            SchemaChangedError: one names a column ``schema`` lacks (dropped, or not in a
+                re-created table), naming it and ``where`` the stream met that schema.
+        """
+        names = self.names
+        opts = self.options
+        if names is None:
+            return
+        wanted = {"filter": filter_references(opts.filter),
+                  "watermarkColumn": (opts.watermark_column,) if opts.watermark_column else ()}
+        if columns:  # a dropped column leaves ``columns``; a re-created table must have it
+            wanted.update(columns=opts.columns or (),
+                          identifierColumns=opts.identifier_columns or ())
+        for option, typed in wanted.items():
+            gone = names.gone_in(schema, typed) + names.unresolved(typed)
+            if gone:
+                raise SchemaChangedError(
+                    snapshot_id, change, f"{where}: the {option} option names column "
+                    f"{gone[0]!r}, which schema {schema.schema_id} of table "
+                    f"{self.handle.identifier} does not have ({change.describe()}). Stop "
+                    f"the stream and restart it without that column in {option} (a new "
+                    "checkpoint location, or this one at a snapshot boundary)")
 
     def read_schema(self) -> Schema:
         """The Iceberg schema of the stream schema (the current one before a start)."""
@@ -279,9 +324,18 @@ class ContinuousEnumerator:
         self._epoch += 1
         self._replaced = False
         self.schema = fresh
-        change = new_table_change(self._left, metadata.schema_by_id(fresh.schema_id)
-                                  or metadata.schema())
+        schema = metadata.schema_by_id(fresh.schema_id) or metadata.schema()
+        change = new_table_change(self._left, schema)
         self._left = None
+        # another table: the names mean its columns, under their field ids there
+        self.names = TypedNames.resolve(self.options, metadata, schema)
+        where = f"table {self.handle.identifier} was re-created and the stream moved onto " \
+            f"it (onLineageBreak={self.options.on_lineage_break})"
+        self._check_names(schema, change, where, None, columns=True)
+        try:
+            self.event_time = self._event_time_in(schema)
+        except InvalidOptionError as exc:
+            raise SchemaChangedError(None, change, f"{where}: {exc}") from exc
         log.info("stream schema restarts on the re-created table %s: schema %d (%s)",
                  self.handle.identifier, fresh.schema_id, change.describe())
         return SchemaSwitch(head.snapshot_id if head else 0, _seq(head) if head else 0, fresh,
@@ -302,10 +356,16 @@ class ContinuousEnumerator:
         if self._planner is None or key != self._planner_key:
             schema = (metadata.schema_by_id(schema_id) if schema_id is not None
                       else None) or metadata.schema()
+            names = self.names
+            event_time = self.event_time
+            if event_time is not None:  # a rename names it otherwise (messages)
+                event_time = dataclasses.replace(
+                    event_time, name=schema.find_column_name(event_time.field_id)
+                    or event_time.name)
             planner = TableSplitPlanner(
                 self.handle.metadata, self.handle.io, schema, self.options.filter,
                 self.options.case_sensitive, self.options.split_size, self._fetcher_for_io(),
-                self.event_time)
+                event_time, names.renames_in(schema) if names is not None else ())
             if self.options.changelog:
                 from icefloe.enumerator.changelog import ChangelogPlanner
 
@@ -548,6 +608,11 @@ class ContinuousEnumerator:
             if phase == "incremental" and start == 0:
                 try:
                     schema, change = self.schema_policy.at_unit(metadata, schema, snap)
+                    if change is not None:
+                        self._check_names(
+                            metadata.schema_by_id(schema.schema_id) or metadata.schema(),
+                            change, f"snapshot {snap.snapshot_id} was committed under "
+                            f"schema {schema.schema_id}", snap.snapshot_id)
                 except SchemaChangedError:
                     if items:  # deliver what precedes the change; the next call raises
                         break

@@ -65,6 +65,7 @@ from icefloe.enumerator.manifest_decoder import (
 )
 from icefloe.enumerator.manifest_list_decoder import added_manifests
 from icefloe.errors import DataFileError
+from icefloe.reader.names import rename_references
 
 log = logging.getLogger(__name__)
 
@@ -86,15 +87,20 @@ def ordered_map(fn: Callable[[T], R], items: Iterable[T], lookahead: int = 8) ->
 
 
 class FilterEvaluators:
-    """Partition / metrics pruning for one row filter and read schema (cached per spec)."""
+    """Partition / metrics pruning for one row filter and read schema (cached per spec).
+
+    ``renames``: ``(name as typed, name in schema)`` of the filter's columns renamed since
+    it was typed (:mod:`icefloe.reader.names`).
+    """
 
     def __init__(self, metadata: TableMetadata, schema: Schema, filter_text: str | None,
-                 case_sensitive: bool) -> None:
+                 case_sensitive: bool, renames: tuple[tuple[str, str], ...] = ()) -> None:
         self.metadata = metadata
         self.schema = schema
         self.case_sensitive = case_sensitive
         self.row_filter: BooleanExpression = (
-            parse_filter(filter_text) if filter_text else AlwaysTrue()
+            rename_references(parse_filter(filter_text), dict(renames)) if filter_text
+            else AlwaysTrue()
         )
         self.always_true = filter_text is None
         self._metrics = (

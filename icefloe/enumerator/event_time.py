@@ -73,7 +73,7 @@ class EventTimeColumn:
     """The resolved ``watermarkColumn``: a plain picklable value.
 
     Attributes:
-        name: the column as the option named it.
+        name: the column's name (as the option named it, or its name after a rename).
         field_id: its Iceberg field id (the key of the statistics maps).
         unit: the unit of its values (``MICROSECONDS`` for timestamp / timestamptz,
             ``NANOSECONDS`` for the ``_ns`` types, ``watermarkTimeUnit`` for a long).
@@ -102,18 +102,23 @@ class EventTimeColumn:
         return value * multiplier // divisor
 
 
-def resolve_event_time(schema: Schema, options: SourceOptions) -> EventTimeColumn | None:
+def resolve_event_time(schema: Schema, options: SourceOptions,
+                       name: str | None = None) -> EventTimeColumn | None:
     """``watermarkColumn`` resolved in ``schema`` (None without the option). Runs before
     any manifest is read.
+
+    ``name``: the column's name in ``schema`` when a rename since the option was typed
+    named it otherwise (a stream follows it by field id, :mod:`icefloe.reader.names`);
+    None: the option's.
 
     Raises:
         InvalidOptionError: no such column, a column that is not timestamp, timestamptz
             (or their ``_ns`` variants) or long, or ``watermarkTimeUnit`` given for a
             timestamp column (its unit is the type's).
     """
-    name = options.watermark_column
-    if name is None:
+    if options.watermark_column is None:
         return None
+    name = name or options.watermark_column
     try:
         found = schema.find_field(name, options.case_sensitive)
     except ValueError:

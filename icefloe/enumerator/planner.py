@@ -67,18 +67,22 @@ class TableSplitPlanner:
         event_time: ``watermarkColumn`` resolved: each unit (a snapshot's scan, its
             added files) is planned whole and yielded in event-time order, ordinals
             renumbered (:mod:`icefloe.enumerator.event_time`); None: file order, lazily.
+        filter_renames: ``(name as typed, name in schema)`` of the filter's columns
+            renamed since it was typed (:mod:`icefloe.reader.names`).
     """
 
     def __init__(self, metadata: TableMetadata, io: FileIO, schema: Schema,
                  filter_text: str | None, case_sensitive: bool, split_size: int,
                  fetcher: ChangeFetcher | None = None,
-                 event_time: EventTimeColumn | None = None) -> None:
+                 event_time: EventTimeColumn | None = None,
+                 filter_renames: tuple[tuple[str, str], ...] = ()) -> None:
         self.event_time = event_time
         self.metadata = metadata
         self.io = io
         self.split_size = split_size
         self.fetcher = fetcher if fetcher is not None else ChangeFetcher(io, depth=0)
-        self.filters = FilterEvaluators(metadata, schema, filter_text, case_sensitive)
+        self.filters = FilterEvaluators(metadata, schema, filter_text, case_sensitive,
+                                        filter_renames)
         # as Java's PartitionSpec.isUnpartitioned(): a spec of void fields only (a v1 table's
         # removed partition fields) is unpartitioned, so its equality deletes are global
         self.unpartitioned = frozenset(

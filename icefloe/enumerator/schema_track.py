@@ -362,21 +362,3 @@ class SchemaPolicy:
             return state, None
         return StreamSchema(to_id, state.since), change
 
-
-def follow_columns(columns: tuple[str, ...] | None, old: Schema, new: Schema,
-                   case_sensitive: bool = True) -> tuple[str, ...] | None:
-    """``columns`` (names in ``old``) named as in ``new``, matched by field id; columns
-    ``new`` dropped are left out (None stays None: every column)."""
-    if columns is None:
-        return None
-    out = []
-    for name in columns:
-        try:
-            field_id = old.find_field(name, case_sensitive).field_id
-        except ValueError:
-            out.append(name)  # not a column of ``old``: let the read context report it
-            continue
-        new_name = new.find_column_name(field_id)
-        if new_name is not None:
-            out.append(new_name)
-    return tuple(out)

@@ -35,7 +35,7 @@ from icefloe.local.merger import Merger
 from icefloe.local.worker import BusyTime, SplitBatch, Worker
 from icefloe.reader.context import ReadContext
 from icefloe.reader.split_reader import SplitReader
-from icefloe.retry import NO_RETRY, RetryPolicy
+from icefloe.retry import NO_RETRY, RetryListener, RetryPolicy
 from icefloe.splits.split import FileSplit
 
 __all__ = ["DEFAULT_QUEUE_BATCHES", "DEFAULT_RUN_SPLITS", "SplitBatch", "read_batches",
@@ -62,6 +62,7 @@ def read_splits(
     run_splits: int = DEFAULT_RUN_SPLITS,
     stop: threading.Event | None = None,
     busy: BusyTime | None = None,
+    failures: RetryListener | None = None,
 ) -> Iterator[SplitBatch]:
     """Read ``splits`` on ``parallelism`` threads; yield every batch as a :class:`SplitBatch`.
 
@@ -81,7 +82,8 @@ def read_splits(
     twice or skipped; ``retry.max_attempts`` consecutive failures without progress
     raise the last error. The default never retries. A scanned run that fails goes on
     split by split from the failed split's offset (the same retries and typed errors).
-    With ``busy``, the reader threads add the time they spend reading to it.
+    With ``busy``, the reader threads add the time they spend reading to it; ``failures``
+    hears of every failed attempt to read a split (``(error, retrying)``).
     """
     if parallelism < 1:
         raise ValueError(f"parallelism must be >= 1, got {parallelism}")
@@ -95,7 +97,8 @@ def read_splits(
     feeder.start()
     threads = [
         threading.Thread(
-            target=Worker(context, assigner, merger, reader_factory, retry, stop, busy).run,
+            target=Worker(context, assigner, merger, reader_factory, retry, stop, busy,
+                          failures).run,
             name=f"icefloe-reader-{i}", daemon=True)
         for i in range(parallelism)
     ]

@@ -19,6 +19,7 @@ crash, a restart re-delivers only what was not acknowledged (at least once).
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -99,7 +100,9 @@ class LocalStream(StreamBase):
                               preserve_order=True,
                               reader_factory=lambda c: SplitReader(c, contexts),
                               retry=self.coordinator.retry, stop=self._engine_stop,
-                              busy=self._busy):
+                              busy=self._busy,
+                              failures=functools.partial(self.coordinator.recorder.failed,
+                                                         "read")):
             yield sb.batch, sb.split, sb.consumed, sb.last, READER_ID
 
     def _send_ack(self, split_id: str, consumed: int | None, wait: bool) -> None:

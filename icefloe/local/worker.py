@@ -27,7 +27,7 @@ from icefloe.local.merger import Merger
 from icefloe.local.queues import DONE, Failure, put
 from icefloe.reader.context import ReadContext
 from icefloe.reader.split_reader import MIN_RUN, SplitReader
-from icefloe.retry import RetryPolicy, is_transient
+from icefloe.retry import RetryListener, RetryPolicy, is_transient
 from icefloe.splits.split import FileSplit
 
 log = logging.getLogger(__name__)
@@ -117,7 +117,8 @@ class _Progress:
 
 
 def read_run(reader: SplitReader, run: list[FileSplit], retry: RetryPolicy,
-             stop: threading.Event, busy: BusyTime | None = None
+             stop: threading.Event, busy: BusyTime | None = None,
+             failures: RetryListener | None = None
              ) -> Generator[SplitBatch | object, None, None]:
     """Every item of ``run``'s splits in order, and :data:`FLUSH` before a retry's wait.
 
@@ -130,22 +131,25 @@ def read_run(reader: SplitReader, run: list[FileSplit], retry: RetryPolicy,
     raising) when ``stop`` is set during a backoff. Splits of a stream's other schemas
     (``split.schema_id``) are read by :meth:`SplitReader.for_schema`, a run of consecutive
     splits of one schema at a time. With ``busy``, the time spent producing items is
-    added to it (a stream's ``reader_busy_seconds``).
+    added to it (a stream's ``reader_busy_seconds``). ``failures`` hears of every failed
+    attempt to read a split (``(error, retrying)``: a stream's ``retries`` / ``errors`` of
+    operation ``read``), not of an error after ``stop``.
     """
     if busy is not None:
-        yield from _timed(read_run(reader, run, retry, stop), busy)
+        yield from _timed(read_run(reader, run, retry, stop, None, failures), busy)
         return
     if any(split.schema_id is not None for split in run):
         for schema_id, group in itertools.groupby(run, key=lambda s: s.schema_id):
             if not (yield from _read_run(reader.for_schema(schema_id), list(group), retry,
-                                         stop)):
+                                         stop, failures)):
                 return
         return
-    yield from _read_run(reader, run, retry, stop)
+    yield from _read_run(reader, run, retry, stop, failures)
 
 
 def _read_run(reader: SplitReader, run: list[FileSplit], retry: RetryPolicy,
-              stop: threading.Event) -> Generator[SplitBatch | object, None, bool]:
+              stop: threading.Event, failures: RetryListener | None = None
+              ) -> Generator[SplitBatch | object, None, bool]:
     """:func:`read_run` of splits of one schema; False when it ended early."""
     empty = pa.RecordBatch.from_pylist([], schema=reader.context.arrow_schema)
     progress = [_Progress(split) for split in run]
@@ -167,7 +171,7 @@ def _read_run(reader: SplitReader, run: list[FileSplit], retry: RetryPolicy,
             # scan got past its first split
             scanning = stopped > i or progress[stopped].final > 0
             i = stopped
-        if not (yield from _read_one(reader, progress[i], retry, stop)):
+        if not (yield from _read_one(reader, progress[i], retry, stop, failures)):
             return False
         yield progress[i].finish(empty)
         i += 1
@@ -204,7 +208,8 @@ def _scan(reader: SplitReader, progress: list[_Progress], i: int, j: int,
 
 
 def _read_one(reader: SplitReader, progress: _Progress, retry: RetryPolicy,
-              stop: threading.Event) -> Generator[SplitBatch | object, None, bool]:
+              stop: threading.Event, failures: RetryListener | None = None
+              ) -> Generator[SplitBatch | object, None, bool]:
     """Read one split from ``progress.final`` on, retrying transient errors; returns
     False if stopped during a backoff. Raises the error that ends it."""
     split = progress.split
@@ -223,7 +228,12 @@ def _read_one(reader: SplitReader, progress: _Progress, retry: RetryPolicy,
                     yield out
             return True
         except Exception as exc:
-            if stop.is_set() or not is_transient(exc) or attempt >= retry.max_attempts:
+            if stop.is_set():
+                raise
+            retrying = is_transient(exc) and attempt < retry.max_attempts
+            if failures is not None:
+                failures(exc, retrying)
+            if not retrying:
                 raise
             log.warning("reading split %s failed (attempt %d of %d); re-reading from "
                         "record %d: %s: %s", split.split_id, attempt, retry.max_attempts,
@@ -247,11 +257,13 @@ class Worker:
         retry: the transient-error policy.
         stop: the engine's stop event.
         busy: where the time spent reading is added (None: not measured).
+        failures: told of every failed attempt to read a split (see :func:`read_run`).
     """
 
     def __init__(self, context: ReadContext, assigner: RunAssigner, merger: Merger,
                  reader_factory: Callable[[ReadContext], SplitReader], retry: RetryPolicy,
-                 stop: threading.Event, busy: BusyTime | None = None) -> None:
+                 stop: threading.Event, busy: BusyTime | None = None,
+                 failures: RetryListener | None = None) -> None:
         self.context = context
         self.assigner = assigner
         self.merger = merger
@@ -259,6 +271,7 @@ class Worker:
         self.retry = retry
         self.stop = stop
         self.busy = busy
+        self.failures = failures
 
     def run(self) -> None:
         """The thread's body: claim and deliver runs until none is left or stopped."""
@@ -280,7 +293,7 @@ class Worker:
         """Read a claimed run onto ``out``; False when the thread must end."""
         chunk: list[SplitBatch] = []
         rows = 0
-        items = read_run(reader, run, self.retry, self.stop, self.busy)
+        items = read_run(reader, run, self.retry, self.stop, self.busy, self.failures)
         try:
             for item in items:
                 if item is FLUSH:

@@ -24,7 +24,7 @@ from icefloe.enumerator.schema_track import SchemaChange
 from icefloe.local.worker import BusyTime, SplitBatch, read_run
 from icefloe.reader.context import ReadContext
 from icefloe.reader.split_reader import SplitReader
-from icefloe.retry import NO_RETRY
+from icefloe.retry import RetryPolicy
 from icefloe.source import IcebergSource
 from icefloe.splits.split import FileSplit
 from icefloe.state.position import Position
@@ -100,6 +100,16 @@ class EnumeratorActor:
         """The stream's event-time watermark across every reader (``watermarkColumn``)."""
         return self.coordinator.watermark()
 
+    def retry_policy(self) -> RetryPolicy:
+        """The stream's retry policy (``maxAttempts``, ``retryBackoffMs``): a reader
+        re-reads a split after a transient fault by it."""
+        return self.coordinator.retry
+
+    def read_failed(self, error_type: str, retrying: bool) -> None:
+        """A reader's attempt to read a split failed with ``error_type`` (metrics:
+        ``retries`` / ``errors`` of operation ``read``)."""
+        self.coordinator.recorder.count_failure("read", error_type, retrying)
+
     def reader_failed(self, reader_id: str) -> int:
         """Hand ``reader_id``'s unacknowledged splits out again first; returns how many."""
         return self.coordinator.reader_failed(reader_id)
@@ -139,7 +149,9 @@ class ReaderActor:
     driver's :meth:`poll` (a full outbox stops reading: backpressure).
 
     Counts the rows and batches it delivers (to the sink, or into the outbox) and the
-    time it spends reading, and reports them with each split request (metrics).
+    time it spends reading, and reports them with each split request (metrics). A
+    transient read fault re-reads the split from the last record delivered, per the
+    stream's retry policy; each failed attempt is reported to the enumerator (metrics).
     """
 
     def __init__(self, reader_id: str, enumerator: Any, context: ReadContext,
@@ -197,9 +209,13 @@ class ReaderActor:
             acked(ray_item)
         return True
 
+    def _read_failed(self, exc: BaseException, retrying: bool) -> None:
+        self.enumerator.read_failed.remote(type(exc).__name__, retrying)  # no wait
+
     def _loop(self) -> None:
         reader = SplitReader(self.context, self._context_for)
         try:
+            retry = ray.get(self.enumerator.retry_policy.remote())
             while not self._stop.is_set():
                 self._busy = True
                 delivered = (self.rows, self.batches, self.busy_time.seconds)
@@ -215,9 +231,10 @@ class ReaderActor:
                     now = ray.get(self.enumerator.watermark.remote())
                     if now is not None and (self._watermark is None or now > self._watermark):
                         self._watermark = now
-                for item in read_run(reader, [split], NO_RETRY, self._stop, self.busy_time):
+                for item in read_run(reader, [split], retry, self._stop, self.busy_time,
+                                     self._read_failed):
                     if not isinstance(item, SplitBatch):
-                        continue  # a retry's flush (never: no retries here)
+                        continue  # a retry's flush: every item is delivered as it comes
                     if not self._deliver((item.batch, split, item.consumed, item.last)):
                         return
                 self._busy = False

@@ -23,6 +23,7 @@ from pyiceberg.types import GeographyType, GeometryType, IcebergType, UnknownTyp
 
 from icefloe.errors import InvalidOptionError, UnsupportedTypeError
 from icefloe.options import SourceOptions
+from icefloe.reader.names import TypedNames, rename_references
 
 METADATA_FIELDS: dict[str, pa.DataType] = {
     "_snapshot_id": pa.int64(),
@@ -105,6 +106,9 @@ class ReadContext:
             the table's current one otherwise.
         columns: selected column names, or None for all.
         filter: PyIceberg row filter string (applied as a residual per row), or None.
+        filter_renames: ``(name as typed, name in the schema)`` of the filter's columns
+            that a rename since the filter was typed named otherwise
+            (:mod:`icefloe.reader.names`); applied before it is bound.
         case_sensitive: name resolution of ``columns`` and ``filter``.
         batch_size: maximum rows per RecordBatch.
         metadata_columns: requested metadata columns, in order.
@@ -141,19 +145,33 @@ class ReadContext:
     identifier_columns: tuple[str, ...] = ()
     compute_updates: bool = False
     net_changes: bool = False
+    filter_renames: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def create(cls, metadata: TableMetadata, io: FileIO, schema: Schema,
-               options: SourceOptions) -> ReadContext:
+               options: SourceOptions, names: TypedNames | None = None) -> ReadContext:
         """Build and validate (columns and filter must resolve against ``schema``).
+
+        Args:
+            names: the options' column names resolved by field id (a stream's: its
+                ``columns``, ``filter`` and ``identifierColumns`` are then named as in
+                ``schema``; a column ``schema`` dropped leaves ``columns``); None: the
+                names as typed.
 
         Raises:
             InvalidOptionError: an unknown column in ``columns`` or ``filter``.
         """
+        columns, key = options.columns, options.identifier_columns
+        renames: tuple[tuple[str, str], ...] = ()
+        if names is not None:
+            columns, key = names.columns_in(columns, schema), names.columns_in(key, schema)
+            renames = names.renames_in(schema)
+            options = dataclasses.replace(options, identifier_columns=key)
         context = cls(
             schema_json=schema.model_dump_json(),
-            columns=options.columns,
+            columns=columns,
             filter=options.filter,
+            filter_renames=renames,
             case_sensitive=options.case_sensitive,
             batch_size=options.batch_size,
             metadata_columns=options.metadata_columns,
@@ -219,7 +237,9 @@ class ReadContext:
         if self.filter is None:
             return AlwaysTrue()
         try:
-            return bind(self.schema, parse_filter(self.filter), self.case_sensitive)
+            expression = rename_references(parse_filter(self.filter),
+                                           dict(self.filter_renames))
+            return bind(self.schema, expression, self.case_sensitive)
         except ValueError as exc:
             raise InvalidOptionError("filter", f"{self.filter!r}: {exc}") from exc
 
@@ -277,10 +297,11 @@ class ReadContext:
         names = ("schema_json", "columns", "filter", "case_sensitive", "batch_size",
                  "metadata_columns", "io_properties", "specs_json", "name_mapping_json",
                  "format_version", "location", "columns_in_table_order", "io_concurrency",
-                 "changelog", "identifier_columns", "compute_updates", "net_changes")
+                 "changelog", "identifier_columns", "compute_updates", "net_changes",
+                 "filter_renames")
         return {n: self.__dict__[n] for n in names}
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update({"io_concurrency": None, "changelog": False,
                               "identifier_columns": (), "compute_updates": False,
-                              "net_changes": False, **state})
+                              "net_changes": False, "filter_renames": (), **state})

@@ -360,7 +360,8 @@ class _DriverState:
                                                schema_mode=self.options.schema_mode("spark"))
         self.schema = self.enumerator.start_schema()  # the query's, fixed for its run
         context = ReadContext.create(handle.metadata, handle.io,
-                                     self.enumerator.read_schema(), self.options)
+                                     self.enumerator.read_schema(), self.options,
+                                     self.enumerator.names)
         self.context_bytes = pickle.dumps(context)
         self.arrow_schema = context.arrow_schema
         self.last: tuple[dict[str, Any], dict[str, Any], tuple[Any, ...]] | None = None

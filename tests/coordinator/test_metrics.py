@@ -19,13 +19,14 @@ from prometheus_client.parser import text_string_to_metric_families
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.table import Table
 
-from icefloe import IcebergSource
+from icefloe import DataFileError, IcebergSource
 from icefloe.coordinator import SplitAssigner
 from icefloe.coordinator.metrics import METRICS, StreamMetrics
 from icefloe.coordinator.recorder import MetricsRecorder, retry_budget_s
 from icefloe.metrics.prometheus import render
 from icefloe.retry import RetryPolicy
 from icefloe.state.store import CURRENT_NAME
+from tests.helpers.flaky_io import data_faults_catalog, faults_left
 from tests.helpers.tables import make_table, rows
 from tests.helpers.waiting import wait_for
 
@@ -275,3 +276,45 @@ def test_without_the_metrics_extra_the_error_names_it(
         IcebergSource("db.events", catalog=catalog).stream(metrics_port=0)
     stream = IcebergSource("db.events", catalog=catalog).stream()  # no endpoint: no need
     assert stream.metrics_address is None
+
+
+def test_reader_retries_and_errors_are_counted_by_kind(tmp_path: Path) -> None:
+    """A data file read fails twice (a transient ``ConnectionResetError``, injected by the
+    table's FileIO) and is retried; the rows arrive once each, and the retries read back
+    from ``stream.metrics()`` and the endpoint under operation ``read``. Then a read that
+    fails more often than ``maxAttempts`` allows is one error of that kind."""
+    faults = tmp_path / "faults"
+    catalog = data_faults_catalog(tmp_path, faults)
+    table = make_table(catalog)
+    table.append(rows(20))
+    expected = sorted(table.scan().to_arrow().column("id").to_pylist())
+    faults.write_text("2")
+    opts = {"maxAttempts": "3", "retryBackoffMs": "10", "pollIntervalMs": "50"}
+    src = IcebergSource("db.events", catalog=catalog, options=opts)
+    with src.stream(checkpoint=str(tmp_path / "ckpt"), parallelism=1, available_now=True,
+                    metrics_port=0) as stream:
+        ids = []
+        for item in stream:
+            ids.extend(item.batch.column("id").to_pylist())
+            item.ack()
+        metrics = stream.metrics()
+        _status, text = scrape(stream.metrics_address)
+    assert faults_left(str(faults)) == 0, "the faults were not hit"
+    assert sorted(ids) == expected, "each row once"
+    read_retries = {k: v for k, v in metrics.retries.items() if k[0] == "read"}
+    assert sum(read_retries.values()) == 2, metrics.retries
+    (_, error_type), = read_retries
+    labels = (("error", error_type), ("operation", "read"), ("table", "db.events"))
+    assert samples(text)[("icefloe_retries_total", labels)] == 2.0
+    assert not any(k[0] == "read" for k in metrics.errors)
+
+    faults.write_text("5")
+    failing = IcebergSource("db.events", catalog=catalog,
+                            options={**opts, "maxAttempts": "2"})
+    with failing.stream(parallelism=1, available_now=True) as stream, \
+            pytest.raises(DataFileError):
+        for item in stream:
+            item.ack()
+    metrics = stream.metrics()
+    assert sum(v for k, v in metrics.retries.items() if k[0] == "read") == 1
+    assert sum(v for k, v in metrics.errors.items() if k[0] == "read") == 1, metrics.errors

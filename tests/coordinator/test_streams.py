@@ -74,7 +74,8 @@ def table_ids(tbl: Any) -> list[int]:
 
 def test_enumeration_retries_transient_faults(engine: str, tmp_path: Path) -> None:
     """Three reads of the manifest list fail (a reset connection) when the stream first
-    plans: the stream retries them and delivers every row; the fault budget is spent."""
+    plans: the stream retries them and delivers every row; the fault budget is spent, and
+    the metrics count the three retries by operation and error type."""
     faults = tmp_path / "faults"
     faults.write_text("0")
     catalog = SqlCatalog("flaky", uri=f"sqlite:///{tmp_path}/catalog.db",
@@ -89,8 +90,13 @@ def test_enumeration_retries_transient_faults(engine: str, tmp_path: Path) -> No
     with open_stream(engine, catalog, None, options, available_now=True) as stream:
         got = sorted(i for item in stream for i in item.batch.column("id").to_pylist()
                      if item.ack() is None)
+        metrics = stream.metrics()
     assert got == table_ids(tbl)
     assert faults_left(str(faults)) == 0, "the faults were not hit"
+    # counted by kind: three retried planning attempts (the manifest read, a DataFileError
+    # caused by the reset connection), no error
+    assert metrics.retries == {("plan", "DataFileError"): 3}, metrics.retries
+    assert metrics.errors == {}
 
 
 def test_lineage_reset_is_checkpointed_at_once(engine: str, catalog: SqlCatalog,

@@ -1,4 +1,5 @@
-"""A FileIO that fails reads of manifest lists while a fault budget lasts (any process).
+"""FileIOs that fail reads of manifest lists (or of data files) while a fault budget
+lasts (any process).
 
 Set as a catalog's ``py-io-impl`` so that every process opening the catalog (the test,
 a Ray actor) reads through it. The budget is a file (``ICEFLOE_TEST_FAULTS`` names it,
@@ -13,7 +14,8 @@ import fcntl
 from pathlib import Path
 from typing import Any
 
-from pyiceberg.io import InputFile
+from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.io import FileIO, InputFile, InputStream, OutputFile
 from pyiceberg.io.pyarrow import PyArrowFileIO
 
 FAULTS_PROPERTY = "test.faults-file"
@@ -50,3 +52,59 @@ class FlakyFileIO(PyArrowFileIO):
         if self.faults_file and "/snap-" in location and take_fault(self.faults_file):
             raise ConnectionResetError(f"injected transient fault reading {location}")
         return super().new_input(location)
+
+
+DATA_FAULTS_PROPERTY = "test.data-faults-file"
+
+
+class _FlakyInput(InputFile):
+    """An input file whose ``open`` takes a fault from the budget first."""
+
+    def __init__(self, inner: InputFile, faults_file: str) -> None:
+        super().__init__(inner.location)
+        self.inner = inner
+        self.faults_file = faults_file
+
+    def __len__(self) -> int:
+        return len(self.inner)
+
+    def exists(self) -> bool:
+        return self.inner.exists()
+
+    def open(self, seekable: bool = True) -> InputStream:
+        if take_fault(self.faults_file):
+            raise ConnectionResetError(f"injected transient fault reading {self.location}")
+        return self.inner.open(seekable)
+
+
+class FlakyDataFileIO(FileIO):
+    """A FileIO (PyArrowFileIO underneath, not a subclass: readers open files through
+    ``new_input``) whose opens of Parquet data files fail while the budget file named by
+    the ``test.data-faults-file`` property says so."""
+
+    def __init__(self, properties: Any = None) -> None:
+        super().__init__(properties or {})
+        self.inner = PyArrowFileIO(properties or {})
+        self.faults_file = (properties or {}).get(DATA_FAULTS_PROPERTY)
+
+    def new_input(self, location: str) -> InputFile:
+        inner = self.inner.new_input(location)
+        if self.faults_file and "/data/" in location and location.endswith(".parquet"):
+            return _FlakyInput(inner, self.faults_file)
+        return inner
+
+    def new_output(self, location: str) -> OutputFile:
+        return self.inner.new_output(location)
+
+    def delete(self, location: str | InputFile | OutputFile) -> None:
+        self.inner.delete(location)
+
+
+def data_faults_catalog(directory: Path, faults: Path) -> SqlCatalog:
+    """A SQLite catalog under ``directory`` whose tables read through
+    :class:`FlakyDataFileIO` with the budget file ``faults`` (created empty: no fault)."""
+    faults.write_text("0")
+    return SqlCatalog("flaky", uri=f"sqlite:///{directory}/flaky.db",
+                      warehouse=f"file://{directory}/flaky-wh",
+                      **{"py-io-impl": "tests.helpers.flaky_io.FlakyDataFileIO",
+                         DATA_FAULTS_PROPERTY: str(faults)})

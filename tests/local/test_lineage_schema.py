@@ -1,4 +1,5 @@
-"""A lineage reset onto a re-created table restarts the stream schema (issue 26).
+"""A lineage reset onto a re-created table restarts the stream schema (issue 26), and
+re-resolves ``watermarkColumn`` there (by name: the new table's field id).
 
 The re-created table numbers its schemas from 0 again, so the stream's schema id of the
 old table may mean other columns in the new one. After ``onLineageBreak`` moved the stream
@@ -8,17 +9,24 @@ the new table), and the first item says what changed.
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
+from pyiceberg.catalog import Catalog
+from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.schema import Schema
-from pyiceberg.types import DoubleType, LongType, NestedField, StringType
+from pyiceberg.types import DoubleType, LongType, NestedField, StringType, TimestamptzType
 
-from icefloe import IcebergSource
+from icefloe import IcebergSource, SchemaChangedError
 from icefloe.state import open_store
+from tests.helpers.event_time import BASE, event_table, pyiceberg_bounds
 from tests.helpers.tables import make_catalog, make_table, rows
+
+pytestmark = pytest.mark.timeout(180)
 
 NEW_SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=False),
@@ -79,3 +87,87 @@ def test_reset_onto_a_recreated_table_reads_its_schema(tmp_path: Path, strategy:
     assert change.dropped == ("id", "kind", "ts", "day", "value")
     assert all(i.schema_change is None for i in got[1:])
     assert {i.schema_id for i in got} == {0}  # the new table's schema id, as Iceberg names it
+
+
+# -- watermarkColumn on the re-created table -------------------------------------------------
+
+RECREATED_EVENTS = Schema(  # ``ts`` under another field id; field 2 is a string now
+    NestedField(1, "id", LongType(), required=True),
+    NestedField(2, "note", StringType(), required=False),
+    NestedField(3, "ts", TimestamptzType(), required=False),
+)
+
+
+def _follow_onto_recreated(catalog: Catalog, tmp_path: Path, schema: Schema,
+                           data: list[pa.Table], **names: str
+                           ) -> tuple[list[Any], Exception | None]:
+    """Stream the event table with ``names`` (default ``watermarkColumn=ts``), drop it,
+    re-create it with ``schema`` and ``data`` (one append each); the items of the new
+    table, or the error."""
+    old = event_table(catalog, hours=(1, 0), n=4)
+    opts = {"pollIntervalMs": "50", "onLineageBreak": "restartFromStart",
+            "retryBackoffMs": "100", **(names or {"watermarkColumn": "ts"})}
+    got: list[Any] = []
+    old_files = {task.file.file_path for task in old.scan().plan_files()}
+    with IcebergSource("db.events", catalog=catalog, options=opts).stream(
+            checkpoint=str(tmp_path / "ckpt"), checkpoint_interval_s=0) as stream:
+        items = iter(stream)
+        seen = 0
+        while seen < 8:
+            item = next(items)
+            seen += item.batch.num_rows
+            item.ack()
+        catalog.drop_table("db.events")
+        new = catalog.create_table("db.events", schema, properties={"format-version": "2"})
+        for part in data:
+            new.append(part)
+        total = sum(part.num_rows for part in data)
+        try:
+            while sum(i.batch.num_rows for i in got) < total:
+                item = next(items)
+                item.ack()
+                if item.split.file_path in old_files:
+                    continue
+                got.append(item)
+        except SchemaChangedError as exc:
+            return got, exc
+    return got, None
+
+
+def test_a_reset_resolves_the_watermark_column_in_the_recreated_table(
+        catalog: Catalog, tmp_path: Path) -> None:
+    data = [pa.table({"id": pa.array([10 * h + i for i in range(3)], pa.int64()),
+                      "note": [f"x{h}"] * 3,
+                      "ts": [BASE + dt.timedelta(hours=h, minutes=i) for i in range(3)]},
+                     schema=schema_to_pyarrow(RECREATED_EVENTS)) for h in (7, 6)]
+    got, error = _follow_onto_recreated(catalog, tmp_path, RECREATED_EVENTS, data)
+    assert error is None
+    bounds = pyiceberg_bounds(catalog.load_table("db.events"), "ts")
+    assert {i.split.file_path for i in got} == set(bounds)
+    for item in got:  # the new table's ts (field 3), not its field 2 (``note``)
+        bound = bounds[item.split.file_path]
+        micros = bound if isinstance(bound, int) else int(bound.timestamp() * 1_000_000)
+        assert item.split.watermark_ms == micros // 1000
+    ids = sorted(r for i in got for r in i.batch.column("id").to_pylist())
+    assert ids == sorted(r for part in data for r in part.column("id").to_pylist())
+
+
+def test_a_reset_onto_a_table_without_the_watermark_column_is_a_typed_error(
+        catalog: Catalog, tmp_path: Path) -> None:
+    got, error = _follow_onto_recreated(catalog, tmp_path, NEW_SCHEMA, [
+        pa.table({"id": pa.array([1], pa.int64()), "name": ["a"], "score": [1.0]})])
+    assert isinstance(error, SchemaChangedError), error
+    assert not got, "nothing of the new table is read without its event time"
+    message = str(error)
+    assert "re-created" in message and "watermarkColumn" in message and "'ts'" in message
+    assert "added 'id', 'name', 'score'" in message, "the new table's columns are named"
+
+
+def test_a_reset_onto_a_table_without_a_selected_column_is_a_typed_error(
+        catalog: Catalog, tmp_path: Path) -> None:
+    got, error = _follow_onto_recreated(catalog, tmp_path, NEW_SCHEMA, [
+        pa.table({"id": pa.array([1], pa.int64()), "name": ["a"], "score": [1.0]})],
+        columns="id,kind")
+    assert isinstance(error, SchemaChangedError), error
+    assert not got
+    assert "re-created" in str(error) and "columns option names column 'kind'" in str(error)

@@ -16,6 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from pyiceberg.catalog.sql import SqlCatalog
 
 import icefloe.ray
+from tests.helpers.flaky_io import data_faults_catalog, faults_left
 from tests.helpers.tables import make_table, rows
 from tests.helpers.waiting import wait_for
 
@@ -98,3 +99,38 @@ def test_a_known_lag_reaches_ray_metrics(catalog: SqlCatalog, tmp_path: Path,
         wait_for(lambda: ray_metric(port, "ray_icefloe_lag_records") == 0,
                  "Ray's lag gauge to drain")
     assert stream.metrics().rows == got  # the last metrics, after stop
+
+
+def test_a_reader_actors_retried_read_is_counted(tmp_path: Path, ray_local: None) -> None:
+    """A data file read fails twice in the reader actor (a transient fault injected by
+    the table's FileIO, a budget shared across processes): the actor re-reads the split,
+    every row arrives once, and the enumerator counts two retries of operation ``read``
+    (``RayStream.metrics()`` and the Prometheus endpoint)."""
+    faults = tmp_path / "faults"
+    catalog = data_faults_catalog(tmp_path, faults)
+    table = make_table(catalog, "db.ray_read_faults")
+    table.append(rows(12))
+    expected = sorted(table.scan().to_arrow().column("id").to_pylist())
+    faults.write_text("2")
+    stream = icefloe.ray.RayStream(
+        "db.ray_read_faults", catalog=catalog,
+        options={"pollIntervalMs": "50", "maxAttempts": "3", "retryBackoffMs": "10"},
+        num_readers=1, reader_num_cpus=0.25, available_now=True, metrics_port=0)
+    ids = []
+    with stream:
+        for item in stream:
+            ids.extend(item.batch.column("id").to_pylist())
+            item.ack(wait=True)
+        counted = wait_for(lambda: sum(v for k, v in stream.metrics().retries.items()
+                                       if k[0] == "read") == 2 and stream.metrics(),
+                           "the reader's retries to reach the enumerator")
+        host, port = stream.metrics_address
+        with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=10) as r:
+            text = r.read().decode()
+    assert faults_left(str(faults)) == 0, "the faults were not hit"
+    assert sorted(ids) == expected, "each row once"
+    assert not any(k[0] == "read" for k in counted.errors)
+    scraped = {tuple(sorted(s.labels.items())): s.value
+               for f in text_string_to_metric_families(text) for s in f.samples
+               if s.name == "icefloe_retries_total" and s.labels.get("operation") == "read"}
+    assert sum(scraped.values()) == 2.0, scraped

@@ -130,3 +130,30 @@ def test_evolve_is_refused_on_spark(spark: Any, tmp_path: Path) -> None:
         message = f"{type(exc).__name__}: {exc}"
     assert message is not None and "evolve is not possible on Spark" in message
     assert "InvalidOptionError" in message
+
+
+def test_columns_and_filter_typed_before_a_rename_work_after_the_restart(
+        spark: Any, tmp_path: Path) -> None:
+    """The query's options name ``name``; the table renames it ``label`` between two
+    queries on one checkpoint (the first stopped by ``fail`` at the rename). The restarted
+    query with the same options reads B in the new schema: the column under its new name,
+    the filter applied to it. Oracle: PyIceberg's scan of the head in the new names."""
+    catalog = make_catalog(tmp_path)
+    tbl = make_sc_table(catalog)
+    append_in_current_schema(tbl, range(10))
+    out, ckpt = tmp_path / "out", tmp_path / "ckpt"
+    named = {"columns": "id,name", "filter": "name not in ('n3', 'n13')"}
+    assert finish(start_query(spark, catalog, out, ckpt, available_now=True, **named)) is None
+    CHANGES["rename"](tbl)
+    append_in_current_schema(tbl, range(10, 20))
+    again = start_query(spark, catalog, out, ckpt, available_now=True,
+                        allowColumnRename="true", **named)
+    assert finish(again) is None
+    files = sink_files(out)
+    assert {tuple(pq.read_schema(f).names) for f in files} == {("id", "name"), ("id", "label")}
+    got = sorted(([r["id"], r.get("name", r.get("label"))] for f in files
+                  for r in pq.read_table(f).to_pylist()), key=lambda r: r[0])
+    expected = catalog.load_table("db.sc").scan(
+        row_filter="label not in ('n3', 'n13')", selected_fields=("id", "label")).to_arrow()
+    assert got == sorted(([r["id"], r["label"]] for r in expected.to_pylist()),
+                         key=lambda r: r[0])
