@@ -67,7 +67,8 @@ BASE_COLUMNS = (
 
 class _Compiler:
     """A writer schema (parsed Avro JSON) as the C core's program: int32 nodes; a record
-    node is ``[K_RECORD, n, (type node, capture) * n]``, an array ``[K_ARRAY, item]``, a
+    node is ``[K_RECORD, n, (type node, capture) * n]``, an array ``[K_ARRAY, item, hint]``
+    (:meth:`array_hint`), a
     map ``[K_MAP, value]``, a union ``[K_UNION, n, branch nodes]``, a fixed
     ``[K_FIXED, size]``, any other ``[kind]``."""
 
@@ -129,10 +130,24 @@ class _Compiler:
             self.name(schema, namespace, at)
             return at
         if kind == "array":
-            return self.emit([K_ARRAY, self.node(schema["items"], namespace)])
+            item = self.node(schema["items"], namespace)
+            return self.emit([K_ARRAY, item, self.array_hint(item)])
         if kind == "map":
             return self.emit([K_MAP, self.node(schema["values"], namespace)])
         return self.node(kind, namespace)  # a primitive with attributes (logicalType ...)
+
+    def array_hint(self, item: int) -> int:
+        """How the C core steps over the items of an array: ``m > 0``: each is m ints /
+        longs; ``-1``: an int then bytes (Iceberg's int -> bytes map); 0: walk them."""
+        words = self.program
+        if words[item] == K_LONG:
+            return 1
+        if words[item] != K_RECORD:
+            return 0
+        kinds = [words[words[item + 2 + 2 * i]] for i in range(words[item + 1])]
+        if kinds and all(kind == K_LONG for kind in kinds):
+            return len(kinds)
+        return -1 if kinds == [K_LONG, K_BYTES] else 0
 
     def name(self, schema: dict[str, Any], namespace: str, at: int) -> None:
         name = schema.get("name", "")

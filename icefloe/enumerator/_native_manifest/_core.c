@@ -153,6 +153,17 @@ static inline int rd_bytes(ctx_t *c, const uint8_t **p, int64_t *n) {
 
 static int walk(ctx_t *c, int32_t at, int cap);
 
+/* step over n varints: count the bytes that end one */
+static inline int skip_varints(ctx_t *c, int64_t n) {
+    const uint8_t *p = c->p, *end = c->end;
+    while (n > 0) {
+        if (p >= end) return fail(c, E_EOF, "the manifest ends inside a block");
+        n -= !(*p++ & 0x80);
+    }
+    c->p = p;
+    return 0;
+}
+
 /* an array of longs (split_offsets), appended to the list column's values */
 static int read_splits(ctx_t *c, int32_t item) {
     int64_t count, v;
@@ -253,8 +264,15 @@ static int walk(ctx_t *c, int32_t at, int cap) {
                 if (rd_long(c, &v) || rd_skip(c, v)) return -1;
                 continue;
             }
-            for (int64_t i = 0; i < count; i++)
-                if (walk(c, n[1], C_NONE)) return -1;
+            if (n[2] > 0) {  /* items of n[2] ints / longs (an int -> long map) */
+                if (skip_varints(c, count * n[2])) return -1;
+            } else if (n[2] < 0) {  /* items of an int and bytes (an int -> bytes map) */
+                for (int64_t i = 0; i < count; i++)
+                    if (skip_varints(c, 1) || rd_bytes(c, &p, &v)) return -1;
+            } else {
+                for (int64_t i = 0; i < count; i++)
+                    if (walk(c, n[1], C_NONE)) return -1;
+            }
         }
     case K_MAP:
         for (;;) {
@@ -430,46 +448,46 @@ unknown: {
     }
 }
 
-/* raw deflate (RFC 1951) of one block into *out */
-static int inflate_block(ctx_t *c, const uint8_t *src, int64_t n, buf_t *out) {
-    z_stream zs;
-    memset(&zs, 0, sizeof zs);
-    if (inflateInit2(&zs, -15) != Z_OK) return fail(c, E_NOMEM, "");
-    out->len = 0;
-    if (buf_reserve(out, (size_t)n * 4 + 1024)) {
-        inflateEnd(&zs);
-        return fail(c, E_NOMEM, "");
+/* raw deflate (RFC 1951) of one block into *out, with a z_stream set up once per manifest
+ * (*zs_ready) and reset per block: PyIceberg writes one entry per block, so setting up
+ * zlib's state per block would cost more than the inflating */
+static int inflate_block(ctx_t *c, z_stream *zs, int *zs_ready, const uint8_t *src, int64_t n,
+                         buf_t *out) {
+    if (!*zs_ready) {
+        memset(zs, 0, sizeof *zs);
+        if (inflateInit2(zs, -15) != Z_OK) return fail(c, E_NOMEM, "");
+        *zs_ready = 1;
+    } else if (inflateReset(zs) != Z_OK) {
+        return fail(c, E_VALUE, "a corrupt deflate block");
     }
-    zs.next_in = (Bytef *)src;
-    zs.avail_in = (uInt)n;
+    out->len = 0;
+    if (buf_reserve(out, (size_t)n * 4 + 1024)) return fail(c, E_NOMEM, "");
+    zs->next_in = (Bytef *)src;
+    zs->avail_in = (uInt)n;
     for (;;) {
-        zs.next_out = (Bytef *)out->data + out->len;
-        zs.avail_out = (uInt)(out->cap - out->len);
-        int rc = inflate(&zs, Z_NO_FLUSH);
-        out->len = out->cap - zs.avail_out;
-        if (rc == Z_STREAM_END) break;
-        if (rc == Z_OK || (rc == Z_BUF_ERROR && zs.avail_out == 0)) {
-            if (zs.avail_out == 0 && buf_reserve(out, out->cap)) {
-                inflateEnd(&zs);
-                return fail(c, E_NOMEM, "");
-            }
-            if (zs.avail_in == 0 && zs.avail_out != 0) {
-                inflateEnd(&zs);
+        zs->next_out = (Bytef *)out->data + out->len;
+        zs->avail_out = (uInt)(out->cap - out->len);
+        int rc = inflate(zs, Z_NO_FLUSH);
+        out->len = out->cap - zs->avail_out;
+        if (rc == Z_STREAM_END) return 0;
+        if (rc == Z_OK || (rc == Z_BUF_ERROR && zs->avail_out == 0)) {
+            if (zs->avail_out == 0) {
+                if (buf_reserve(out, out->cap)) return fail(c, E_NOMEM, "");
+            } else if (zs->avail_in == 0) {
                 return fail(c, E_VALUE, "a truncated deflate block");
             }
             continue;
         }
-        inflateEnd(&zs);
         return fail(c, E_VALUE, "a corrupt deflate block");
     }
-    inflateEnd(&zs);
-    return 0;
 }
 
 /* every block after the header (as manifest_decoder.avro_blocks reads them) */
 static int decode_blocks(ctx_t *c, const uint8_t *start, const uint8_t *end,
                          const uint8_t *sync, int deflate, int32_t root, const rules_t *r) {
     buf_t scratch = {0};
+    z_stream zs;
+    int zs_ready = 0;
     const uint8_t *p = start;
     int first = 1, rc = 0;
     for (;;) {
@@ -498,7 +516,7 @@ static int decode_blocks(ctx_t *c, const uint8_t *start, const uint8_t *end,
         const uint8_t *data = c->p - size;
         p = c->p;
         if (deflate) {
-            if (inflate_block(c, data, size, &scratch)) { rc = -1; break; }
+            if (inflate_block(c, &zs, &zs_ready, data, size, &scratch)) { rc = -1; break; }
             c->p = (const uint8_t *)scratch.data;
             c->end = c->p + scratch.len;
         } else {
@@ -509,6 +527,7 @@ static int decode_blocks(ctx_t *c, const uint8_t *start, const uint8_t *end,
             if (entry(c, root, r)) { rc = -1; break; }
         if (rc) break;
     }
+    if (zs_ready) inflateEnd(&zs);
     free(scratch.data);
     return rc;
 }
