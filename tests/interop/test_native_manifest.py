@@ -5,7 +5,8 @@ transform and spec evolution, every column type's stats, ADDED / EXISTING / DELE
 entries of rewrites and deletes, null and explicit sequence numbers) is decoded with and
 without ``added_only``, without stats and with the stats of every field id the table
 ever had (plus one it never had), and compared field by field with PyIceberg's
-``ManifestFile.fetch_manifest_entry`` (:func:`tests.enumerator.test_native_manifest.assert_decodes`).
+``ManifestFile.fetch_manifest_entry``
+(:func:`tests.enumerator.test_native_manifest.assert_decodes`).
 """
 
 from __future__ import annotations
