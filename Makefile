@@ -75,4 +75,5 @@ soak: setup
 	SOAK_MINUTES=$(SOAK_MINUTES) uv run python -m benchmarks.bench_soak
 
 clean:
+	rm -f icefloe/enumerator/_native_manifest/_core.*.so
 	rm -rf .venv .venv-interop build/interop icefloe-demo icefloe-warehouse dist .pytest_cache .mypy_cache .ruff_cache
