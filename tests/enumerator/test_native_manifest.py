@@ -363,3 +363,32 @@ def test_split_ids_equal_split_id_maker() -> None:
     with pytest.raises(ValueError, match="out of range"):
         native.split_ids(7, sliced, np.array([2], np.int64), np.zeros(1, np.int64),
                          np.ones(1, np.int64))
+
+
+def test_mutated_manifests_raise_typed_errors(manifests: dict[Any, Any]) -> None:
+    """Random byte flips, cuts and insertions (in the header or the blocks) give a valid
+    batch or ValueError / EOFError: never a crash, another error or an invalid array."""
+    rng = random.Random(3108)
+    contents = [content for _, content in manifests.values()]
+    outcomes: set[str] = set()
+    for i in range(600):
+        data = bytearray(rng.choice(contents))
+        start = 0 if i % 3 == 0 else native._core.header(bytes(data))[3]
+        for _ in range(rng.randrange(1, 4)):
+            at = rng.randrange(start, len(data))
+            kind = rng.randrange(3)
+            if kind == 0:
+                data[at] = rng.randrange(256)
+            elif kind == 1:
+                del data[at:at + rng.randrange(1, 40)]
+            else:
+                data[at:at] = rng.randbytes(rng.randrange(1, 10))
+        try:
+            batch = native.decode_manifest(bytes(data), manifest_seq=5, added_by=77,
+                                           added_only=i % 2 == 0, stats_ids=(1, 4))
+        except (ValueError, EOFError) as exc:
+            outcomes.add(type(exc).__name__)
+        else:
+            batch.validate(full=True)
+            outcomes.add("ok")
+    assert {"ok", "ValueError", "EOFError"} <= outcomes

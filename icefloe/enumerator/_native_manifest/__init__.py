@@ -195,7 +195,10 @@ def _program(avro_schema: str, with_stats: bool) -> tuple[bytes, int]:
     """The C core's program of one writer schema and its root node (cached: a table's
     manifests share a few schemas)."""
     compiler = _Compiler(with_stats)
-    root = compiler.node(json.loads(avro_schema), "", "entry")
+    try:
+        root = compiler.node(json.loads(avro_schema), "", "entry")
+    except (KeyError, TypeError, AttributeError, IndexError) as exc:
+        raise ValueError(f"not a manifest: a malformed Avro schema ({exc!r})") from exc
     missing = [name for capture, name in _REQUIRED.items() if capture not in compiler.found]
     if missing:
         raise ValueError(f"not a data manifest: its entries have no {', '.join(missing)}")
@@ -220,8 +223,13 @@ def _reframe(content: bytes, sync: bytes) -> bytes:
 
     decoder, header, decompress = open_avro(content)
     parts = []
-    for count, data in avro_blocks(decoder, header.sync, decompress):
-        parts += [_long_bytes(count), _long_bytes(len(data)), data, sync]
+    try:
+        for count, data in avro_blocks(decoder, header.sync, decompress):
+            parts += [_long_bytes(count), _long_bytes(len(data)), data, sync]
+    except (ValueError, EOFError):
+        raise
+    except Exception as exc:  # the codec's own error type (zstandard, snappy, bz2)
+        raise ValueError(f"a corrupt compressed block: {exc}") from exc
     return b"".join(parts)
 
 
@@ -243,6 +251,8 @@ def decode_manifest(content: bytes, *, manifest_seq: int, added_by: int | None,
     if magic != _MAGIC:  # checked by header() too
         raise ValueError(f"not an Avro file (magic {magic!r})")
     codec = meta.get("avro.codec", b"gzip").decode()  # PyIceberg's default: refused
+    if "avro.schema" not in meta:
+        raise ValueError("not a manifest: its Avro header has no avro.schema")
     schema = meta["avro.schema"].decode()
     if codec not in ("null", "deflate"):
         from pyiceberg.avro.codecs import KNOWN_CODECS
