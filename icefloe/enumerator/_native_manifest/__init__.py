@@ -26,7 +26,6 @@ Also :func:`split_ids`: icefloe's split ids for many splits at once, byte-identi
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -263,10 +262,25 @@ def decode_manifest(content: bytes, *, manifest_seq: int, added_by: int | None,
     program, root = _program(schema, bool(stats_ids))
     rows, buffers = _core.decode(content, offset, sync, codec == "deflate", program, root,
                                  manifest_seq, added_by, added_only, stats_ids)
-    return _batch(rows, buffers, stats_ids)
+    return _batch(rows, buffers, tuple(stats_ids))
 
 
-def _batch(n: int, raw: list[bytes | None], stats_ids: Sequence[int]) -> pa.RecordBatch:
+@lru_cache(maxsize=256)
+def _schema(stats_ids: tuple[int, ...]) -> pa.Schema:
+    """The batch's schema: :data:`BASE_COLUMNS`, then the stats columns of ``stats_ids``."""
+    fields = list(BASE_COLUMNS)
+    for k in stats_ids:
+        fields += [pa.field(f"value_count_{k}", pa.int64()),
+                   pa.field(f"null_count_{k}", pa.int64()),
+                   pa.field(f"nan_count_{k}", pa.int64()),
+                   pa.field(f"lower_{k}", pa.binary()), pa.field(f"upper_{k}", pa.binary())]
+    return pa.schema(fields)
+
+
+_SPLITS_TYPE = pa.list_(pa.int64())
+
+
+def _batch(n: int, raw: list[bytes | None], stats_ids: tuple[int, ...]) -> pa.RecordBatch:
     """The record batch of the C core's buffers (order: ``decode`` in _core.c)."""
     b = [None if x is None else pa.py_buffer(x) for x in raw]
     string, binary, int64 = pa.string(), pa.binary(), pa.int64()
@@ -277,22 +291,19 @@ def _batch(n: int, raw: list[bytes | None], stats_ids: Sequence[int]) -> pa.Reco
         from_buffers(binary, n, [None, b[7], b[8]]),
         from_buffers(int64, n, [None, b[9]]),
         from_buffers(int64, n, [None, b[10]]),
-        from_buffers(pa.list_(int64), n, [b[11], b[12]],
+        from_buffers(_SPLITS_TYPE, n, [b[11], b[12]],
                      children=[from_buffers(int64, len(raw[13] or b"") // 8, [None, b[13]])]),
         from_buffers(int64, n, [b[14], b[15]]),
     ]
-    fields = list(BASE_COLUMNS)
     at = 16
-    for k in stats_ids:
-        for name in ("value_count", "null_count", "nan_count"):
+    for _ in stats_ids:
+        for _kind in range(3):  # value, null and NaN counts
             arrays.append(from_buffers(int64, n, [b[at], b[at + 1]]))
-            fields.append(pa.field(f"{name}_{k}", int64))
             at += 2
-        for name in ("lower", "upper"):
+        for _kind in range(2):  # lower and upper bounds
             arrays.append(from_buffers(binary, n, [b[at], b[at + 1], b[at + 2]]))
-            fields.append(pa.field(f"{name}_{k}", binary))
             at += 3
-    return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+    return pa.RecordBatch.from_arrays(arrays, schema=_schema(stats_ids))
 
 
 def split_ids(snapshot_id: int, paths: pa.Array, path_index: np.ndarray, starts: np.ndarray,
