@@ -12,10 +12,14 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from icefloe.enumerator.policy import Action, decide
+from icefloe.errors import SnapshotPolicyError
+
 if TYPE_CHECKING:
     from pyiceberg.table.snapshots import Snapshot
 
     from icefloe.enumerator.continuous import ContinuousEnumerator
+    from icefloe.options import SourceOptions
     from icefloe.state.position import Position
 
 
@@ -27,7 +31,10 @@ class Lag:
         snapshots: snapshots whose changes are not all committed (the unit in progress
             counts whole).
         records: records those snapshots add (their summaries' ``added-records``; a scan
-            in progress counts the snapshot's ``total-records``).
+            in progress counts the snapshot's ``total-records``), counting only the
+            snapshots the stream reads rows from: a snapshot its policy skips (a
+            ``replace`` compaction, a skipped delete or overwrite) adds no records,
+            files or bytes to the lag, though it counts in ``snapshots``.
         files: data files those snapshots add (``added-data-files``; a scan in progress:
             ``total-data-files``), Delta's ``numFilesOutstanding``.
         bytes: bytes of those files (``added-files-size``; a scan in progress:
@@ -54,6 +61,7 @@ class Lag:
         return self.seconds
 
 
+_NOTHING = {"records": "", "files": "", "bytes": ""}
 _TOTALS = {"records": "total-records", "files": "total-data-files",
            "bytes": "total-files-size"}
 _ADDED = {"records": "added-records", "files": "added-data-files",
@@ -62,11 +70,20 @@ _ADDED = {"records": "added-records", "files": "added-data-files",
 
 def _summary_int(snapshot: Snapshot, key: str) -> int:
     summary = snapshot.summary
-    value = summary.additional_properties.get(key) if summary is not None else None
+    value = summary.additional_properties.get(key) if summary is not None and key else None
     try:
         return int(value) if value is not None else 0
     except ValueError:
         return 0
+
+
+def _read(snapshot: Snapshot, options: SourceOptions) -> bool:
+    """Whether the stream reads rows of ``snapshot`` (its policy does not skip it; one
+    it would stop at counts: those rows are what the stream is waiting behind)."""
+    try:
+        return decide(snapshot, options) is Action.EMIT
+    except SnapshotPolicyError:
+        return True
 
 
 def measure_lag(committed: Position, enumerator: ContinuousEnumerator,
@@ -84,7 +101,8 @@ def measure_lag(committed: Position, enumerator: ContinuousEnumerator,
         # the unit in progress: its rest is behind too
         current = enumerator.handle.snapshot(committed.snapshot_id)
         behind.append((current, _TOTALS if committed.phase == "scan" else _ADDED))
-    behind.extend((s, _ADDED) for s in enumerator.snapshots_after(committed, head))
+    behind.extend((s, _ADDED if _read(s, enumerator.options) else _NOTHING)
+                  for s in enumerator.snapshots_after(committed, head))
     if not behind:
         return Lag(head_snapshot_id=head.snapshot_id)
     now = time.time() if now_s is None else now_s
