@@ -54,3 +54,27 @@ def record(scenario: str, **figures: object) -> None:
     with FIGURES.open("a") as out:
         out.write(json.dumps({"scenario": scenario, "at": time.strftime("%Y-%m-%dT%H:%M:%S"),
                               **figures}) + "\n")
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def readme_block(contains: str, substitute: dict[str, str] | None = None) -> str:
+    """The README's one ``docs-test: cluster`` block containing ``contains``, with the
+    host names of its example replaced by the tier's (``substitute``: old -> new)."""
+    from tests.test_docs import blocks
+
+    found = [b.code for b in blocks(README) if b.group == "cluster" and contains in b.code]
+    assert len(found) == 1, f"{len(found)} cluster blocks of README.md contain {contains!r}"
+    code = found[0]
+    for old, new in (substitute or {}).items():
+        assert old in code, f"{old!r} is no longer in the README block: update the test"
+        code = code.replace(old, new)
+    return code
+
+
+def catalog_env(name: str, properties: dict[str, str]) -> dict[str, str]:
+    """PyIceberg's configuration of catalog ``name`` as environment variables
+    (``PYICEBERG_CATALOG__LAKE__S3__ACCESS_KEY_ID``...), as a user sets them on a driver."""
+    return {"PYICEBERG_CATALOG__" + "__".join([name, *key.split(".")]).upper()
+            .replace("-", "_"): value for key, value in properties.items()}

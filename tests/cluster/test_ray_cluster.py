@@ -24,7 +24,14 @@ from icefloe.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedFS
 from tests.cluster.envpack import packed_env
 from tests.cluster.hosts import CLIENT_ADDRESS, Host, Network
 from tests.cluster.spark_cluster import PATH, wait_for
-from tests.cluster.support import files_containing, record, rest_options, rest_table
+from tests.cluster.support import (
+    catalog_env,
+    files_containing,
+    readme_block,
+    record,
+    rest_options,
+    rest_table,
+)
 from tests.conftest import sorted_rows
 from tests.helpers.changelog import check_every_snapshot
 from tests.helpers.tables import rows
@@ -89,13 +96,20 @@ def ray_events(seaweed: SeaweedFS) -> Table:
     return rest_table(seaweed, "raycluster.events", appends=8, rows_each=500, delete_below=10)
 
 
-def run_ray_driver(head: Host, job: dict[str, Any]) -> subprocess.CompletedProcess[str]:
-    """Run ``ray_job.py`` on the head host with icefloe's source copied to its disk."""
+def ship_code(head: Host) -> Path:
+    """icefloe's source and ``ray_job.py`` copied to the head host's disk (a user's
+    checkout there); returns the directory."""
     code = head.disk / "code"
     if not code.exists():
         shutil.copytree(ROOT / "icefloe", code / "icefloe",
                         ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copy2(Path(__file__).with_name("ray_job.py"), code / "ray_job.py")
+    return code
+
+
+def run_ray_driver(head: Host, job: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    """Run ``ray_job.py`` on the head host with icefloe's source copied to its disk."""
+    code = ship_code(head)
     python = str(head.disk / "environment" / "bin" / "python")
     return head.run([python, str(code / "ray_job.py"), json.dumps(job)],
                     env={**_ray_env(head), "PYTHONPATH": str(code)}, timeout_s=600)
@@ -154,3 +168,64 @@ def test_stream_with_its_checkpoint_in_s3_resumes_in_a_new_driver(
            rows_checked=len(oracle), rows_lost=len(set(oracle) - set(before + after)),
            duplicates=len(before) + len(after) - len(set(before + after)), restarts=1)
     assert sorted(before + after) == oracle, "rows lost or repeated across the restart"
+
+
+def test_readme_ray_cluster_recipe_on_the_head_host(
+        ray_cluster: RayCluster, seaweed: SeaweedFS, ray_events: Table) -> None:
+    """The README's Ray cluster block as written, run on the head host (icefloe's source
+    there, shipped to the other nodes by ``runtime_env``), the catalog ``lake`` in the
+    driver's environment only: the count equals PyIceberg's."""
+    head = ray_cluster.head
+    code = readme_block("ray.init", {"head:6379": f"{head.address}:{GCS_PORT}",
+                                     "db.events": "raycluster.events"})
+    shipped = ship_code(head)
+    (shipped / "readme_ray.py").write_text(code)
+    python = str(head.disk / "environment" / "bin" / "python")
+    done = head.run([python, str(shipped / "readme_ray.py")],
+                    env={**_ray_env(head), "PYTHONPATH": str(shipped),
+                         **catalog_env("lake", seaweed.rest_properties())}, timeout_s=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert done.stdout.split()[-1] == str(ray_events.scan().to_arrow().num_rows) == "3990"
+
+
+def _ray_workers_started(host: Host) -> int:
+    """Ray worker processes the host has started (one log file each)."""
+    return sum(1 for _ in host.disk.glob("r/session_*/logs/worker-*.err"))
+
+
+def test_a_ray_worker_host_killed_mid_backfill(
+        ray_cluster: RayCluster, seaweed: SeaweedFS) -> None:
+    """Every process of host r2 (its raylet, object store, workers) SIGKILLed while the
+    backfill's read tasks run there: Ray runs the lost tasks again on the other nodes,
+    and the rows are exactly the oracle's."""
+    table = rest_table(seaweed, "raycluster.backfill", appends=40, rows_each=1000)
+    head, victim = ray_cluster.head, ray_cluster.workers[1]
+    out = head.disk / "backfill.parquet"
+    job = {"address": f"{head.address}:{GCS_PORT}",
+           "reads": [{"table": "raycluster.backfill", "out": str(out),
+                      "options": {**rest_options(seaweed), "splitSize": "1"}}]}
+    code = ship_code(head)
+    before = _ray_workers_started(victim)
+    python = str(head.disk / "environment" / "bin" / "python")
+    driver = head.popen([python, str(code / "ray_job.py"), json.dumps(job)], "backfill.log",
+                        {**_ray_env(head), "PYTHONPATH": str(code)})
+    try:
+        wait_for(lambda: _ray_workers_started(victim) > before or driver.poll() is not None,
+                 "a Ray worker on r2", timeout_s=300)
+        assert driver.poll() is None, f"the backfill ended first: {head.log('backfill.log')}"
+        killed = victim.kill()
+        assert killed >= 2, "the raylet and its workers"
+        assert driver.wait(timeout=600) == 0, head.log("backfill.log")[-4000:]
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+        ray_cluster.start_worker(victim)  # the host comes back
+    report = next(json.loads(line) for line in reversed(head.log("backfill.log").splitlines())
+                  if line.startswith('{"rows"'))
+    got = pq.read_table(out).column("id").to_pylist()
+    oracle = table.scan().to_arrow().column("id").to_pylist()
+    record("ray: worker host r2 SIGKILLed mid-backfill", kills=1, processes_killed=killed,
+           rows_checked=len(oracle), rows_lost=len(set(oracle) - set(got)),
+           duplicates=len(got) - len(set(got)))
+    assert report["rows"] == [len(oracle)] == [40_000]
+    assert sorted(got) == sorted(oracle), "rows lost or repeated"
