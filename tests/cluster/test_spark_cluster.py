@@ -210,45 +210,6 @@ def test_a_worker_cut_off_longer_than_the_heartbeat_timeout(
              timeout_s=120)
 
 
-@pytest.fixture(scope="module")
-def connect_server(cluster: SparkStandalone, seaweed: SeaweedFS, archive: Path
-                   ) -> Iterator[ConnectServer]:
-    """A Spark Connect server on the master host (its driver there), with Spark and nothing
-    of icefloe: the client ships the packed environment as a session artifact, unpacked in
-    the session's directory where the Python workers start (``./environment``). The
-    catalog ``lake`` (PyIceberg's environment variables) and the S3 keys of a
-    ``foreachBatch`` sink are configured in the server's environment, as the README says.
-    The environment is also unpacked in the server's working directory: Spark starts a
-    ``foreachBatch`` function's Python there, not in the session's directory."""
-    host = cluster.master
-    (host.disk / "connect" / "environment").mkdir(parents=True)
-    subprocess.run(["tar", "-xzf", str(archive), "-C", str(host.disk / "connect" / "environment")],
-                   check=True)
-    server = ConnectServer(
-        host.disk / "connect", host=host.address, port=15002, master=cluster.url,
-        python="./environment/bin/python", prefix=host.wrap(()), spark_home=Path("/opt/spark"),
-        base_env={"PATH": PATH, "HOME": str(host.disk)},
-        env={**catalog_env("lake", seaweed.rest_properties()),
-             "AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY},
-        conf={"spark.executor.memory": "640m", "spark.executor.cores": "1",
-              "spark.cores.max": "2", "spark.python.daemon.module": "pyspark.daemon"})
-    with server:
-        yield server
-
-
-def test_reads_through_a_connect_server_on_the_cluster(
-        connect_server: ConnectServer, seaweed: SeaweedFS, events: Table,
-        archive: Path) -> None:
-    with connect_client(connect_server.url) as spark:
-        spark.addArtifacts(f"{archive}#environment", archive=True)
-        options = {**rest_options(seaweed), "splitSize": "1"}
-        got = icefloe.spark.read(spark, "cluster.events", options=options).toArrow()
-        changes = icefloe.spark.read(spark, "cluster.events",
-                                     options={**options, "changelog": "true"}).toArrow()
-    assert sorted_rows(got) == sorted_rows(normalized(events.scan().to_arrow()))
-    assert check_every_snapshot(events, changes) == len(events.snapshots())
-
-
 def _sink_ids(seaweed: SeaweedFS, prefix: str) -> list[int]:
     """Every id in the stream's S3 sink (one Parquet object per micro-batch), read by
     this process over the network; duplicates kept."""
@@ -342,42 +303,6 @@ def test_classic_stream_driver_killed_mid_stream_resumes_exactly_once(
     assert leaks == [], "a secret in an executor log or the Spark event log"
 
 
-def test_connect_stream_server_killed_mid_stream_resumes_exactly_once(
-        connect_server: ConnectServer, seaweed: SeaweedFS, archive: Path,
-        tmp_path: Path) -> None:
-    """A continuous stream through the Connect server on host ``master``, its checkpoint
-    on that host's disk; the server (the driver: its JVM and Python workers) SIGKILLed
-    mid-stream and started again on the same host; a new client starts the query again
-    with the same checkpoint: the S3 sink holds every id once."""
-    work = tmp_path / "client"
-    checkpoint = connect_server.root / "stream-ckpt"  # the master host's disk
-    job = _stream_job(seaweed, "stream_connect", str(checkpoint), tmp_path / "stop",
-                      remote=connect_server.url, artifacts=[f"{archive}#environment"])
-    clients: list[Any] = []
-
-    def start() -> Any:
-        clients.append(run_driver(work, job, "spark_stream_job.py"))
-        return clients[-1]
-
-    def kill(client: Any) -> int:
-        count = connect_server.kill()
-        stop_driver(client)  # its server is gone
-        connect_server.start()
-        return count
-
-    try:
-        _run_killed_stream(seaweed, "stream_connect", start, kill,
-                           "spark connect: server (driver) SIGKILLed mid-stream, restarted "
-                           "from the checkpoint on its host's disk, S3 sink",
-                           lambda: driver_log(work) + connect_server.tail())
-        (tmp_path / "stop").touch()
-        assert "stopped" in driver_result(clients[-1], work)
-    finally:
-        for client in clients:
-            stop_driver(client)
-    assert (checkpoint / "commits").is_dir()
-
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -436,22 +361,59 @@ def test_readme_cluster_recipe_on_a_classic_driver(
     assert (tmp_path / "events-ckpt" / "commits").is_dir()
 
 
+# Spark Connect: from here on the Connect server's application holds the cluster's cores
+
+
+@pytest.fixture(scope="module")
+def connect_server(cluster: SparkStandalone, seaweed: SeaweedFS) -> Iterator[ConnectServer]:
+    """A Spark Connect server on the master host (its driver there), with Spark and nothing
+    of icefloe: the client ships the packed environment as a session artifact, unpacked in
+    the session's directory where the Python workers start (``./environment``). The
+    catalog ``lake`` (PyIceberg's environment variables) and the S3 keys of a
+    ``foreachBatch`` sink are configured in the server's environment, as the README says."""
+    host = cluster.master
+    server = _connect_on(host, cluster, seaweed, "connect", 15002, "./environment/bin/python")
+    with server:
+        yield server
+
+
+def _connect_on(host: Host, cluster: SparkStandalone, seaweed: SeaweedFS, name: str,
+                port: int, python: str) -> ConnectServer:
+    """A Connect server on ``host`` (not started) whose Python workers run ``python``."""
+    return ConnectServer(
+        host.disk / name, host=host.address, port=port, master=cluster.url,
+        python=python, prefix=host.wrap(()), spark_home=Path("/opt/spark"),
+        base_env={"PATH": PATH, "HOME": str(host.disk)},
+        env={**catalog_env("lake", seaweed.rest_properties()),
+             "AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY},
+        conf={"spark.executor.memory": "640m", "spark.executor.cores": "1",
+              "spark.cores.max": "2", "spark.python.daemon.module": "pyspark.daemon"})
+
+
+def test_reads_through_a_connect_server_on_the_cluster(
+        connect_server: ConnectServer, seaweed: SeaweedFS, events: Table,
+        archive: Path) -> None:
+    with connect_client(connect_server.url) as spark:
+        spark.addArtifacts(f"{archive}#environment", archive=True)
+        options = {**rest_options(seaweed), "splitSize": "1"}
+        got = icefloe.spark.read(spark, "cluster.events", options=options).toArrow()
+        changes = icefloe.spark.read(spark, "cluster.events",
+                                     options={**options, "changelog": "true"}).toArrow()
+    assert sorted_rows(got) == sorted_rows(normalized(events.scan().to_arrow()))
+    assert check_every_snapshot(events, changes) == len(events.snapshots())
+
+
 def test_readme_cluster_recipe_through_connect(
         connect_server: ConnectServer, seaweed: SeaweedFS, events: Table,
         readme_archive: Path, tmp_path: Path) -> None:
-    """The README's Connect block (the archive as a session artifact, the catalog
-    configured on the server's host), then its streaming block through the same session
-    (the checkpoint on the server host's disk)."""
+    """The README's Connect block: the archive the README's recipe built as a session
+    artifact, the catalog configured on the server's host only."""
     shutil.copy2(readme_archive / "icefloe-env.tar.gz", tmp_path)
     script = "\n".join([
         "import icefloe.spark",
         readme_block("sc://spark-connect:15002", {"sc://spark-connect:15002":
                                                   connect_server.url,
                                                   "db.events": "cluster.events"}),
-        readme_block("foreachBatch", {"http://s3:8333": seaweed.s3_endpoint,
-                                      "db.events": "cluster.events",
-                                      "events-out": "events-out-connect",
-                                      "\"events-ckpt\"": "\"readme-ckpt\""}),
     ])
     (tmp_path / "recipe.py").write_text(script)
     env = {k: v for k, v in _readme_env(seaweed).items() if not k.startswith("PYICEBERG_")}
@@ -460,9 +422,64 @@ def test_readme_cluster_recipe_through_connect(
     assert done.returncode == 0, done.stderr[-4000:]
     oracle = sorted(events.scan().to_arrow().column("id").to_pylist())
     assert done.stdout.split()[0] == str(len(oracle))
-    assert sorted(_sink_ids(seaweed, "events-out-connect")) == oracle
-    assert (connect_server.root / "readme-ckpt" / "commits").is_dir(), \
-        "the checkpoint is on the server's host (its working directory)"
+
+
+@pytest.fixture(scope="module")
+def installed_connect(cluster: SparkStandalone, connect_server: ConnectServer,
+                      seaweed: SeaweedFS, archive: Path) -> Iterator[ConnectServer]:
+    """A Connect server on ``master`` whose Python workers run icefloe's environment
+    installed on every host at one path (``/srv/host/icefloe-env``), as the README says
+    for streams. The artifact server stops first: its application holds the cores."""
+    connect_server.stop()
+    for host in (cluster.master, *cluster.workers):
+        (host.disk / "icefloe-env").mkdir(exist_ok=True)
+        subprocess.run(["tar", "-xzf", str(archive), "-C", str(host.disk / "icefloe-env")],
+                       check=True)
+    with _connect_on(cluster.master, cluster, seaweed, "connect-installed", 15003,
+                     "/srv/host/icefloe-env/bin/python") as server:
+        yield server
+
+
+def test_connect_stream_server_killed_mid_stream_resumes_exactly_once(
+        cluster: SparkStandalone, installed_connect: ConnectServer, seaweed: SeaweedFS,
+        tmp_path: Path) -> None:
+    """A continuous stream through a Connect server on host ``master``, its checkpoint on
+    that host's disk; the server (the driver: its JVM and Python workers) SIGKILLed
+    mid-stream and started again on the same host; a new client starts the query again
+    with the same checkpoint: the S3 sink holds every id once.
+
+    A streaming query runs in a clone of the client's session, whose directory lacks the
+    session's artifacts (Spark 4.3: its Python workers fail to start
+    ``./environment/bin/python``), so this server has icefloe's environment installed on
+    every host (:func:`installed_connect`)."""
+    server = installed_connect
+    work = tmp_path / "client"
+    checkpoint = cluster.master.disk / "stream-ckpt"
+    job = _stream_job(seaweed, "stream_connect", str(checkpoint), tmp_path / "stop",
+                      remote=server.url)
+    clients: list[Any] = []
+
+    def start() -> Any:
+        clients.append(run_driver(work, job, "spark_stream_job.py"))
+        return clients[-1]
+
+    def kill(client: Any) -> int:
+        count = server.kill()
+        stop_driver(client)  # its server is gone
+        server.start()
+        return count
+
+    try:
+        _run_killed_stream(seaweed, "stream_connect", start, kill,
+                           "spark connect: server (driver) SIGKILLed mid-stream, restarted "
+                           "from the checkpoint on its host's disk, S3 sink",
+                           lambda: driver_log(work) + server.tail())
+        (tmp_path / "stop").touch()
+        assert "stopped" in driver_result(clients[-1], work)
+    finally:
+        for client in clients:
+            stop_driver(client)
+    assert (checkpoint / "commits").is_dir()
 
 
 def _cli(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -471,8 +488,7 @@ def _cli(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Complete
 
 
 def test_cli_remote_refuses_paths_the_server_does_not_share_with_this_machine(
-        connect_server: ConnectServer, seaweed: SeaweedFS, events: Table,
-        tmp_path: Path) -> None:
+        installed_connect: ConnectServer, events: Table, tmp_path: Path) -> None:
     """``icefloe read|stream --remote`` against the Connect server on host ``master``,
     from this machine: a ``--to`` directory that exists only here is written by the
     server's executors on their own disks, so the command fails with an OutputError
@@ -480,16 +496,16 @@ def test_cli_remote_refuses_paths_the_server_does_not_share_with_this_machine(
     create fails with a CheckpointError."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("SPARK_", "PYSPARK_", "PYICEBERG_", "AWS_"))}
-    base = ["--catalog", "lake", "--engine", "spark", "--remote", connect_server.url]
+    base = ["--catalog", "lake", "--engine", "spark", "--remote", installed_connect.url]
     done = _cli(["read", "cluster.events", *base, "--to", str(tmp_path / "out")], tmp_path, env)
     assert done.returncode == EXIT_OUTPUT, done.stderr[-3000:]
     assert done.stderr.startswith(f"error: OutputError: --to {tmp_path}: the Spark Connect "
-                                  f"server {connect_server.url} wrote there on its own hosts' "
+                                  f"server {installed_connect.url} wrote there on its own hosts' "
                                   "disks, which this machine does not see"), done.stderr
     assert "mounted at the same path" in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == [], "nothing left here"
 
-    blocker = connect_server.root / "a-file"  # on the master host's disk
+    blocker = installed_connect.root / "a-file"  # on the master host's disk
     blocker.write_text("not a directory")
     done = _cli(["stream", "cluster.events", *base, "--available-now",
                  "--checkpoint", str(blocker / "ckpt")], tmp_path, env)
