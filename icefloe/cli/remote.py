@@ -25,6 +25,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from icefloe import errors
 from icefloe.errors import CheckpointError, OutputError
 
 SHARE_FIX = ("give a directory that the server's hosts write and this machine sees: the "
@@ -74,8 +75,11 @@ def probe_shared(spark: Any, option: str, path: Path, remote: str) -> None:
 
 def checkpoint_failure(exc: BaseException, checkpoint: str, remote: str) -> CheckpointError | None:
     """A :class:`CheckpointError` for a query that failed because the server could not
-    create or write ``checkpoint``; None when ``exc`` is about something else."""
+    create or write ``checkpoint``; None when ``exc`` is about something else (an icefloe
+    error the server wrapped keeps its own type: :mod:`icefloe.cli.failures`)."""
     text = str(exc)
+    if any(name in text for name in errors.__all__):
+        return None
     if checkpoint not in text and "checkpoint" not in text.lower():
         return None
     if not any(word in text for word in ("mkdir", "Mkdirs", "ermission", "not a directory",

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
+import pyarrow.parquet as pq
 from pyiceberg.catalog import load_catalog
 from pyiceberg.table import Table
 
-from icefloe.seaweed import SeaweedFS
+from icefloe.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedFS
 from tests.helpers.tables import make_table, rows
 
 
@@ -78,3 +80,31 @@ def catalog_env(name: str, properties: dict[str, str]) -> dict[str, str]:
     (``PYICEBERG_CATALOG__LAKE__S3__ACCESS_KEY_ID``...), as a user sets them on a driver."""
     return {"PYICEBERG_CATALOG__" + "__".join([name, *key.split(".")]).upper()
             .replace("-", "_"): value for key, value in properties.items()}
+
+
+def _s3(seaweed: SeaweedFS) -> Any:
+    from pyarrow import fs
+
+    return fs.S3FileSystem(endpoint_override=seaweed.s3_endpoint, scheme="http",
+                           access_key=ACCESS_KEY, secret_key=SECRET_KEY, region="us-east-1")
+
+
+def _objects(seaweed: SeaweedFS, prefix: str) -> list[Any]:
+    from pyarrow import fs
+
+    found = _s3(seaweed).get_file_info(fs.FileSelector(f"{seaweed.bucket}/{prefix}",
+                                                       allow_not_found=True))
+    return sorted((i for i in found if i.path.endswith(".parquet")), key=lambda i: i.path)
+
+
+def sink_ids(seaweed: SeaweedFS, prefix: str) -> list[int]:
+    """Every id in a stream's S3 sink (Parquet objects under ``prefix`` of the plain
+    bucket), read by this process over the network; duplicates kept."""
+    s3 = _s3(seaweed)
+    return [i for info in _objects(seaweed, prefix)
+            for i in pq.read_table(info.path, filesystem=s3).column("id").to_pylist()]
+
+
+def sink_objects(seaweed: SeaweedFS, prefix: str) -> int:
+    """How many non-empty Parquet objects the sink under ``prefix`` holds."""
+    return sum(1 for info in _objects(seaweed, prefix) if info.size > 0)

@@ -10,7 +10,9 @@ source copied there (a user's checkout) and ships it to the other nodes with
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +33,8 @@ from tests.cluster.support import (
     record,
     rest_options,
     rest_table,
+    sink_ids,
+    sink_objects,
 )
 from tests.conftest import sorted_rows
 from tests.helpers.changelog import check_every_snapshot
@@ -229,3 +233,72 @@ def test_a_ray_worker_host_killed_mid_backfill(
            duplicates=len(got) - len(set(got)))
     assert report["rows"] == [len(oracle)] == [40_000]
     assert sorted(got) == sorted(oracle), "rows lost or repeated"
+
+
+def test_ray_driver_killed_mid_stream_resumes_from_the_s3_checkpoint(
+        ray_cluster: RayCluster, seaweed: SeaweedFS) -> None:
+    """A continuous stream on the cluster (enumerator and 2 reader actors), its checkpoint
+    in S3, every item written to an idempotent S3 sink before it is acked; the driver
+    process on the head host SIGKILLed once 2 items are in S3 (its actors die with it),
+    2 snapshots appended, a new driver resumes from the S3 checkpoint, one more snapshot
+    appended while it runs: every id in the sink exactly once."""
+    table = rest_table(seaweed, "raycluster.killed", appends=6, rows_each=300)
+    head = ray_cluster.head
+    stop = head.disk / "stop-killed"
+    spec = {"table": "raycluster.killed", "checkpoint": f"s3://{seaweed.bucket}/ckpt/killed",
+            "stop_file": str(stop), "delay_s": 1.0,
+            "options": {**rest_options(seaweed), "catalog.s3.region": "us-east-1",
+                        "startingVersion": "earliest", "maxFilesPerTrigger": "1"},
+            "sink": {"bucket": seaweed.bucket, "prefix": "sink/ray-killed",
+                     "endpoint": seaweed.s3_endpoint.removeprefix("http://"),
+                     "access_key": ACCESS_KEY, "secret_key": SECRET_KEY}}
+    job = json.dumps({"address": f"{head.address}:{GCS_PORT}", "stream": spec})
+    code = ship_code(head)
+    python = str(head.disk / "environment" / "bin" / "python")
+    env = {**_ray_env(head), "PYTHONPATH": str(code)}
+    drivers: list[subprocess.Popen[bytes]] = []
+
+    def start() -> subprocess.Popen[bytes]:
+        drivers.append(head.popen([python, str(code / "ray_job.py"), job], "killed.log", env))
+        return drivers[-1]
+
+    def ids() -> list[int]:
+        return sink_ids(seaweed, "sink/ray-killed")
+
+    try:
+        first = start()
+        wait_for(lambda: sink_objects(seaweed, "sink/ray-killed") >= 2
+                 or first.poll() is not None, "two items in the S3 sink", timeout_s=300,
+                 logs=lambda: head.log("killed.log")[-3000:])
+        assert first.poll() is None, head.log("killed.log")[-3000:]
+        in_s3 = len(set(ids()))
+        found = subprocess.run(["pgrep", "-g", str(first.pid)], capture_output=True,
+                               text=True).stdout.split()
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(timeout=30)
+        assert in_s3 < 1800, "the stream had finished before the kill"
+        for i in range(6, 8):
+            table.append(rows(300, start=i * 300))
+        second = start()
+        wait_for(lambda: set(ids()) >= set(range(2400)) or second.poll() is not None,
+                 "the 8 snapshots after the restart", timeout_s=300,
+                 logs=lambda: head.log("killed.log")[-3000:])
+        table.append(rows(300, start=2400))
+        wait_for(lambda: set(ids()) >= set(range(2700)) or second.poll() is not None,
+                 "a snapshot committed while it runs", timeout_s=180,
+                 logs=lambda: head.log("killed.log")[-3000:])
+        assert second.poll() is None, head.log("killed.log")[-3000:]
+        stop.touch()
+        assert second.wait(timeout=120) == 0, head.log("killed.log")[-3000:]
+    finally:
+        for driver in drivers:
+            if driver.poll() is None:
+                os.killpg(driver.pid, signal.SIGKILL)
+                driver.wait(timeout=30)
+    got = ids()
+    oracle = sorted(table.refresh().scan().to_arrow().column("id").to_pylist())
+    record("ray: driver SIGKILLed mid-stream, resumed from the S3 checkpoint, S3 sink",
+           kills=1, processes_killed=len(found), rows_checked=len(oracle),
+           rows_lost=len(set(oracle) - set(got)), duplicates=len(got) - len(set(got)),
+           rows_in_s3_at_kill=in_s3)
+    assert sorted(got) == oracle, "rows lost or repeated across the driver's kill"

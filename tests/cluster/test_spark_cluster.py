@@ -20,7 +20,6 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from pyarrow import fs
 from pyiceberg.table import Table
 
 import icefloe.spark
@@ -47,6 +46,8 @@ from tests.cluster.support import (
     record,
     rest_options,
     rest_table,
+    sink_ids,
+    sink_objects,
 )
 from tests.conftest import sorted_rows
 from tests.helpers.changelog import check_every_snapshot
@@ -210,26 +211,6 @@ def test_a_worker_cut_off_longer_than_the_heartbeat_timeout(
              timeout_s=120)
 
 
-def _sink_ids(seaweed: SeaweedFS, prefix: str) -> list[int]:
-    """Every id in the stream's S3 sink (one Parquet object per micro-batch), read by
-    this process over the network; duplicates kept."""
-    s3 = fs.S3FileSystem(endpoint_override=seaweed.s3_endpoint, scheme="http",
-                         access_key=ACCESS_KEY, secret_key=SECRET_KEY, region="us-east-1")
-    found = s3.get_file_info(fs.FileSelector(f"{seaweed.bucket}/{prefix}", allow_not_found=True))
-    ids: list[int] = []
-    for info in sorted(found, key=lambda i: i.path):
-        if info.path.endswith(".parquet"):
-            ids += pq.read_table(info.path, filesystem=s3).column("id").to_pylist()
-    return ids
-
-
-def _sink_objects(seaweed: SeaweedFS, prefix: str) -> int:
-    s3 = fs.S3FileSystem(endpoint_override=seaweed.s3_endpoint, scheme="http",
-                         access_key=ACCESS_KEY, secret_key=SECRET_KEY, region="us-east-1")
-    found = s3.get_file_info(fs.FileSelector(f"{seaweed.bucket}/{prefix}", allow_not_found=True))
-    return sum(1 for i in found if i.path.endswith(".parquet") and i.size > 0)
-
-
 def _stream_job(seaweed: SeaweedFS, name: str, checkpoint: str, stop: Path,
                 **extra: Any) -> dict[str, Any]:
     return {"table": f"cluster.{name}", "checkpoint": checkpoint, "stop_file": str(stop),
@@ -248,24 +229,24 @@ def _run_killed_stream(seaweed: SeaweedFS, name: str, start: Any, kill: Any,
     disk; one more snapshot appended while it runs. Every id exactly once."""
     table = rest_table(seaweed, f"cluster.{name}", appends=6, rows_each=400)
     first = start()
-    wait_for(lambda: _sink_objects(seaweed, f"sink/{name}") >= 2 or first.poll() is not None,
+    wait_for(lambda: sink_objects(seaweed, f"sink/{name}") >= 2 or first.poll() is not None,
              f"two micro-batches of {name} in S3", timeout_s=300)
     assert first.poll() is None, f"the first driver ended before it was killed: {logs()}"
-    in_s3 = len(set(_sink_ids(seaweed, f"sink/{name}")))
+    in_s3 = len(set(sink_ids(seaweed, f"sink/{name}")))
     killed = kill(first)
     assert in_s3 < 2400, "the stream had finished before the kill: nothing left to resume"
     for i in range(6, 8):
         table.append(rows(400, start=i * 400))
     second = start()
-    wait_for(lambda: set(_sink_ids(seaweed, f"sink/{name}")) >= set(range(3200))
+    wait_for(lambda: set(sink_ids(seaweed, f"sink/{name}")) >= set(range(3200))
              or second.poll() is not None, f"{name}: the 8 snapshots after the restart",
              timeout_s=300)
     assert second.poll() is None, f"the restarted driver ended early: {logs()}"
     table.append(rows(400, start=3200))
-    wait_for(lambda: set(_sink_ids(seaweed, f"sink/{name}")) >= set(range(3600))
+    wait_for(lambda: set(sink_ids(seaweed, f"sink/{name}")) >= set(range(3600))
              or second.poll() is not None, f"{name}: a snapshot committed while it runs",
              timeout_s=180)
-    got = _sink_ids(seaweed, f"sink/{name}")
+    got = sink_ids(seaweed, f"sink/{name}")
     oracle = sorted(table.refresh().scan().to_arrow().column("id").to_pylist())
     record(scenario, rows_checked=len(oracle), rows_lost=len(set(oracle) - set(got)),
            duplicates=len(got) - len(set(got)), kills=1, processes_killed=killed,
@@ -357,7 +338,7 @@ def test_readme_cluster_recipe_on_a_classic_driver(
     assert done.returncode == 0, done.stderr[-4000:]
     oracle = sorted(events.scan().to_arrow().column("id").to_pylist())
     assert done.stdout.split()[0] == str(len(oracle)) == "5990"
-    assert sorted(_sink_ids(seaweed, "events-out")) == oracle
+    assert sorted(sink_ids(seaweed, "events-out")) == oracle
     assert (tmp_path / "events-ckpt" / "commits").is_dir()
 
 
