@@ -14,6 +14,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -197,26 +198,36 @@ def _ray_workers_started(host: Host) -> int:
     return sum(1 for _ in host.disk.glob("r/session_*/logs/worker-*.err"))
 
 
+def _backfill_running_on(ray_cluster: RayCluster, seaweed: SeaweedFS, name: str,
+                         node: Host) -> tuple[Table, subprocess.Popen[bytes], Path]:
+    """A 40-task backfill of the new table ``raycluster.<name>`` started by a driver on the
+    head host (log ``<name>.log``), returned once ``node`` has started a Ray worker for
+    it: (the table, the driver, the Parquet file it writes)."""
+    table = rest_table(seaweed, f"raycluster.{name}", appends=40, rows_each=1000)
+    head = ray_cluster.head
+    out = head.disk / f"{name}.parquet"
+    job = {"address": f"{head.address}:{GCS_PORT}",
+           "reads": [{"table": f"raycluster.{name}", "out": str(out),
+                      "options": {**rest_options(seaweed), "splitSize": "1"}}]}
+    code = ship_code(head)
+    before = _ray_workers_started(node)
+    python = str(head.disk / "environment" / "bin" / "python")
+    driver = head.popen([python, str(code / "ray_job.py"), json.dumps(job)], f"{name}.log",
+                        {**_ray_env(head), "PYTHONPATH": str(code)})
+    wait_for(lambda: _ray_workers_started(node) > before or driver.poll() is not None,
+             f"a Ray worker on {node.name}", timeout_s=300)
+    assert driver.poll() is None, f"the backfill ended first: {head.log(f'{name}.log')}"
+    return table, driver, out
+
+
 def test_a_ray_worker_host_killed_mid_backfill(
         ray_cluster: RayCluster, seaweed: SeaweedFS) -> None:
     """Every process of host r2 (its raylet, object store, workers) SIGKILLed while the
     backfill's read tasks run there: Ray runs the lost tasks again on the other nodes,
     and the rows are exactly the oracle's."""
-    table = rest_table(seaweed, "raycluster.backfill", appends=40, rows_each=1000)
     head, victim = ray_cluster.head, ray_cluster.workers[1]
-    out = head.disk / "backfill.parquet"
-    job = {"address": f"{head.address}:{GCS_PORT}",
-           "reads": [{"table": "raycluster.backfill", "out": str(out),
-                      "options": {**rest_options(seaweed), "splitSize": "1"}}]}
-    code = ship_code(head)
-    before = _ray_workers_started(victim)
-    python = str(head.disk / "environment" / "bin" / "python")
-    driver = head.popen([python, str(code / "ray_job.py"), json.dumps(job)], "backfill.log",
-                        {**_ray_env(head), "PYTHONPATH": str(code)})
+    table, driver, out = _backfill_running_on(ray_cluster, seaweed, "backfill", victim)
     try:
-        wait_for(lambda: _ray_workers_started(victim) > before or driver.poll() is not None,
-                 "a Ray worker on r2", timeout_s=300)
-        assert driver.poll() is None, f"the backfill ended first: {head.log('backfill.log')}"
         killed = victim.kill()
         assert killed >= 2, "the raylet and its workers"
         assert driver.wait(timeout=600) == 0, head.log("backfill.log")[-4000:]
@@ -302,3 +313,47 @@ def test_ray_driver_killed_mid_stream_resumes_from_the_s3_checkpoint(
            rows_lost=len(set(oracle) - set(got)), duplicates=len(got) - len(set(got)),
            rows_in_s3_at_kill=in_s3)
     assert sorted(got) == oracle, "rows lost or repeated across the driver's kill"
+
+
+def _declared_dead(head: Host, node: Host) -> bool:
+    """The head's GCS has marked ``node`` dead (its health checks failed)."""
+    return any(f"node name: {node.address} has been marked dead" in path.read_text(
+        errors="replace") for path in head.disk.glob("r/session_*/logs/gcs_server.out"))
+
+
+def test_a_ray_worker_cut_off_longer_than_the_health_check(
+        ray_cluster: RayCluster, seaweed: SeaweedFS) -> None:
+    """r1's link down while the backfill's read tasks run there, until the head's GCS
+    declares the node dead (its health checks: about 50 s here), then up again (the
+    raylet, told it is dead, exits with its workers; the driver runs their tasks again
+    elsewhere); the node is restarted afterwards: exactly the oracle's rows."""
+    head, cut = ray_cluster.head, ray_cluster.workers[0]
+    table, driver, out = _backfill_running_on(ray_cluster, seaweed, "cut", cut)
+    down_s = 0.0
+    try:
+        cut.link(up=False)
+        cut_at = time.monotonic()
+        try:
+            wait_for(lambda: _declared_dead(head, cut) or driver.poll() is not None,
+                     "the GCS declaring r1 dead", timeout_s=300)
+        finally:
+            cut.link(up=True)
+            down_s = time.monotonic() - cut_at
+        assert driver.wait(timeout=600) == 0, head.log("cut.log")[-4000:]
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+        cut.kill()  # a raylet the cluster declared dead does not rejoin: restart the node
+        ray_cluster.start_worker(cut)
+    report = next(json.loads(line) for line in reversed(head.log("cut.log").splitlines())
+                  if line.startswith('{"rows"'))
+    got = pq.read_table(out).column("id").to_pylist()
+    oracle = table.scan().to_arrow().column("id").to_pylist()
+    record("ray: worker r1 link down mid-backfill past the GCS health check, then up",
+           cuts=1,
+           seconds_down=round(down_s, 1), rows_checked=len(oracle),
+           rows_lost=len(set(oracle) - set(got)), duplicates=len(got) - len(set(got)))
+    assert _declared_dead(head, cut), "the backfill ended before r1 was declared dead"
+    assert cut.address not in report["nodes"]
+    assert report["rows"] == [len(oracle)] == [40_000]
+    assert sorted(got) == sorted(oracle), "rows lost or repeated"
