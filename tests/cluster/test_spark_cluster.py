@@ -359,7 +359,7 @@ def connect_server(cluster: SparkStandalone, seaweed: SeaweedFS) -> Iterator[Con
 
 
 def _connect_on(host: Host, cluster: SparkStandalone, seaweed: SeaweedFS, name: str,
-                port: int, python: str) -> ConnectServer:
+                port: int, python: str, **conf: str) -> ConnectServer:
     """A Connect server on ``host`` (not started) whose Python workers run ``python``."""
     return ConnectServer(
         host.disk / name, host=host.address, port=port, master=cluster.url,
@@ -368,7 +368,7 @@ def _connect_on(host: Host, cluster: SparkStandalone, seaweed: SeaweedFS, name: 
         env={**catalog_env("lake", seaweed.rest_properties()),
              "AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY},
         conf={"spark.executor.memory": "640m", "spark.executor.cores": "1",
-              "spark.cores.max": "2", "spark.python.daemon.module": "pyspark.daemon"})
+              "spark.cores.max": "2", "spark.python.daemon.module": "pyspark.daemon", **conf})
 
 
 def test_reads_through_a_connect_server_on_the_cluster(
@@ -410,14 +410,18 @@ def installed_connect(cluster: SparkStandalone, connect_server: ConnectServer,
                       seaweed: SeaweedFS, archive: Path) -> Iterator[ConnectServer]:
     """A Connect server on ``master`` whose Python workers run icefloe's environment
     installed on every host at one path (``/srv/host/icefloe-env``), as the README says
-    for streams. The artifact server stops first: its application holds the cores."""
+    for streams, listening on every address of its host (``foreachBatch``). The artifact
+    server stops first: its application holds the cores."""
     connect_server.stop()
     for host in (cluster.master, *cluster.workers):
         (host.disk / "icefloe-env").mkdir(exist_ok=True)
         subprocess.run(["tar", "-xzf", str(archive), "-C", str(host.disk / "icefloe-env")],
                        check=True)
+    # a foreachBatch function's Python connects back to sc://localhost:<port>: the server
+    # listens on every address of its host, not only the one clients use
     with _connect_on(cluster.master, cluster, seaweed, "connect-installed", 15003,
-                     "/srv/host/icefloe-env/bin/python") as server:
+                     "/srv/host/icefloe-env/bin/python",
+                     **{"spark.connect.grpc.binding.address": "0.0.0.0"}) as server:
         yield server
 
 
@@ -493,3 +497,18 @@ def test_cli_remote_refuses_paths_the_server_does_not_share_with_this_machine(
     assert done.returncode == EXIT_CHECKPOINT, done.stderr[-3000:]
     assert done.stderr.startswith(f"error: CheckpointError: --checkpoint {blocker / 'ckpt'}: "
                                   "the Spark Connect server"), done.stderr
+
+
+def test_no_secret_in_any_spark_hosts_logs(cluster: SparkStandalone,
+                                           installed_connect: ConnectServer) -> None:
+    """After every Spark test of the module (classic drivers, both Connect servers, whose
+    environment holds the catalog's credential and the S3 keys): no secret in the
+    executors' logs (the workers' work directories), the workers' and the master's logs,
+    or the Connect servers' logs."""
+    roots = [w.disk / "work" for w in cluster.workers]
+    logs = [*(w.disk / "worker.log" for w in cluster.workers), cluster.master.disk / "master.log",
+            *cluster.master.disk.glob("connect*/*.log"), installed_connect.log]
+    found = files_containing(roots, [SECRET_KEY, f"{ACCESS_KEY}:{SECRET_KEY}"])
+    found += [str(p) for p in logs if SECRET_KEY in p.read_text(errors="replace")]
+    assert len(logs) >= 5 and all(p.exists() for p in logs)
+    assert found == [], "a secret in a Spark host's log"
