@@ -50,12 +50,16 @@ test-slow: setup
 	-bash scripts/ensure-postgres.sh
 	RAY_ENABLE_UV_RUN_RUNTIME_ENV=0 uv run pytest -m "slow and not cluster" -q -p no:cacheprovider
 
-# The cluster tier (README, "Running on a cluster"): hosts as network namespaces that share
+# The cluster tier (README, Spark "On a cluster" and "Ray on a cluster"): hosts as network namespaces that share
 # nothing but the network (10.227.0.0/24 on bridge icf27-br), SeaweedFS, Spark and Ray on
-# them, whole hosts killed. Needs root; removes every namespace, process and temp dir.
+# them, whole hosts killed. Needs root; removes every namespace, process and temp dir
+# (pytest's too: --basetemp is a directory of its own, removed however the run ends; the
+# packed environments stay cached under build/cluster/).
 test-cluster: setup
 	@if [ "$$(id -u)" != 0 ]; then echo "make test-cluster needs root (ip netns, unshare --mount)"; exit 2; fi
-	flock /tmp/icefloe-ray.lock env RAY_ENABLE_UV_RUN_RUNTIME_ENV=0 uv run pytest tests/cluster -m cluster -q -p no:cacheprovider
+	@tmp=$$(mktemp -d /tmp/icf27-pytest-XXXXXX); trap 'rm -rf "$$tmp"' EXIT INT TERM; \
+	flock /tmp/icefloe-ray.lock env RAY_ENABLE_UV_RUN_RUNTIME_ENV=0 uv run pytest tests/cluster \
+	    -m cluster -q -p no:cacheprovider --basetemp="$$tmp"
 
 lint: setup
 	uv run ruff check icefloe tests benchmarks

@@ -13,6 +13,9 @@ A comment right before a block says where it runs:
 - ``<!-- docs-test: connect -->``: against a real Spark Connect server started for the
   test (tests/spark/connect_server.py), its address put where the block says
   ``sc://localhost:15002`` (Spark Connect's default port);
+- ``<!-- docs-test: cluster (where) -->``: run by the cluster tier (``make test-cluster``,
+  root: tests/cluster/) on hosts in network namespaces, its host names substituted;
+  this module leaves them out;
 - ``<!-- docs-test: skip (reason) -->``: not run; the reason is required.
 Blocks in other languages (``yaml``, plain fences) are configuration or drawings, not run.
 """
@@ -32,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 MARK = re.compile(r"<!--\s*docs-test:\s*(\w+)(?:\s*\((.+)\))?\s*-->")
 RUN_LANGS = {"python": "python", "py": "python", "sh": "sh", "bash": "sh", "shell": "sh"}
-GROUPS = ("local", "spark", "ray", "nessie", "connect")
+GROUPS = ("local", "spark", "ray", "nessie", "connect", "cluster")
 CONNECT_URL = "sc://localhost:15002"
 """The Spark Connect address the README's connect blocks use (replaced in the test)."""
 

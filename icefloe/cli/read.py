@@ -23,7 +23,7 @@ from icefloe.cli.common import (
     table_options,
 )
 from icefloe.cli.output import MODES, Staged, is_file_target, parquet_counts, staged
-from icefloe.errors import InvalidOptionError
+from icefloe.errors import InvalidOptionError, OutputError
 
 
 def add_parser(sub: Any) -> None:
@@ -120,8 +120,32 @@ def _read_local(src: Any, args: argparse.Namespace, stage: Staged | None) -> tup
 def _read_spark(args: argparse.Namespace, options: dict[str, str], stage: Staged) -> None:
     from icefloe.spark.session import backfill
 
-    backfill(args.table, catalog=args.catalog, options=options, to=str(stage.path),
-             master=args.master, mode="errorifexists", remote=args.remote)
+    if args.remote is None:
+        backfill(args.table, catalog=args.catalog, options=options, to=str(stage.path),
+                 master=args.master, mode="errorifexists")
+        return
+    _read_remote(args, options, stage)
+
+
+def _read_remote(args: argparse.Namespace, options: dict[str, str], stage: Staged) -> None:
+    """A backfill on a Spark Connect server: its executors write ``stage.path``, which
+    must be where this machine sees it (checked with a one-row probe first, and the
+    rows Spark wrote against the rows found here after)."""
+    from icefloe.cli.remote import SHARE_FIX, probe_shared
+    from icefloe.spark.session import backfill, session
+
+    spark = session(remote=args.remote, app_name="icefloe-backfill")
+    try:
+        probe_shared(spark, "--to", stage.target.parent, args.remote)
+        result = backfill(args.table, catalog=args.catalog, options=options,
+                          to=str(stage.path), mode="errorifexists", spark=spark)
+    finally:
+        spark.stop()
+    found = parquet_counts(stage.path) if stage.path.is_dir() else (0, 0)
+    if found != (result.rows, result.files):
+        raise OutputError(f"--to {args.to}: the Spark Connect server {args.remote} wrote "
+                          f"{result.rows:,} rows in {result.files} files to {stage.path}, this "
+                          f"machine sees {found[0]:,} rows in {found[1]} files; {SHARE_FIX}")
 
 
 def _read_ray(args: argparse.Namespace, options: dict[str, str], stage: Staged) -> None:

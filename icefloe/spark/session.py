@@ -200,16 +200,18 @@ class BackfillResult:
 def backfill(table: str, catalog: str | Catalog | None = None,
              options: Mapping[str, Any] | None = None, to: str = "icefloe-backfill",
              master: str | None = None, *, mode: str = "errorifexists",
-             remote: str | None = None) -> BackfillResult:
+             remote: str | None = None, spark: SparkSession | None = None) -> BackfillResult:
     """Read ``table`` (a bounded read with ``options``) on Spark and write it as Parquet to ``to``.
 
     Uses the running SparkSession if there is one, else starts one on ``master``
     (default ``local[*]``), or connects to the Spark Connect server ``remote``
-    (``sc://host:port``), and stops it afterwards. ``mode`` is Spark's save mode. ``to``
+    (``sc://host:port``), and stops it afterwards; a given ``spark`` session is used
+    instead and left running. ``mode`` is Spark's save mode. ``to``
     is written by the executors and counted through Spark: a path they can write (on a
     cluster, an object store URI or a shared filesystem).
     """
-    running = None if remote is not None else SparkSession.getActiveSession()
+    running = spark if spark is not None else (
+        None if remote is not None else SparkSession.getActiveSession())
     spark = running if running is not None else session(
         master or "local[*]", "icefloe-backfill", remote=remote)
     try:

@@ -11,10 +11,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
 
+from icefloe.cli.remote import absolute, checkpoint_failure, probe_shared
 from icefloe.cli.sinks import parse_sink
 from icefloe.errors import InvalidOptionError
 from icefloe.options import SourceOptions
@@ -39,23 +41,34 @@ def stream(table: str, catalog: str | None = None, options: Mapping[str, Any] | 
         available_now: process what exists at start (``Trigger.AvailableNow``), then stop.
         master: Spark master (default ``local[*]``); the running session is used if any.
         remote: a Spark Connect server (``sc://host:port``) to run the query on instead;
-            then ``checkpoint`` and a ``parquet:DIR`` sink are paths of the server's hosts.
+            then ``checkpoint`` (opened by the server's driver) and a ``parquet:DIR`` sink
+            (written by its executors, and checked to be seen here too:
+            :mod:`icefloe.cli.remote`) are paths of the server's hosts; relative ones are
+            made absolute here first.
         max_seconds: stop the query after this long (None: until interrupted).
 
     Raises:
         InvalidOptionError: no checkpoint, or a sink that is neither ``console`` nor
             ``parquet:DIR``.
+        OutputError: with ``remote``, a sink directory the server cannot write or writes
+            where this machine does not see it.
+        CheckpointError: with ``remote``, a checkpoint the server cannot create.
     """
     if not checkpoint:
         raise InvalidOptionError("checkpoint", "a Spark stream needs --checkpoint DIR")
     parsed = parse_sink(sink)
     fmt, path = parsed.kind, parsed.path
     opts = {k: _option_text(v) for k, v in (options or {}).items() if v is not None}
+    if remote is not None:  # the server's hosts open them: absolute, as meant here
+        checkpoint = absolute(checkpoint)
+        path = None if path is None else absolute(path)
     running = None if remote is not None else SparkSession.getActiveSession()
     spark = running if running is not None else session(master or "local[*]", "icefloe-stream",
                                                          remote=remote)
     try:
         register(spark)
+        if remote is not None and path is not None and "://" not in path:
+            probe_shared(spark, "--sink parquet:", Path(path), remote)
         df = (spark.readStream.format(SOURCE_NAME)
               .options(**{**catalog_options(catalog), **opts}).load(table))
         writer = df.writeStream.format(fmt).option("checkpointLocation", checkpoint)
@@ -66,7 +79,14 @@ def stream(table: str, catalog: str | None = None, options: Mapping[str, Any] | 
         else:
             poll_ms = SourceOptions.parse(opts).poll_interval_ms
             writer = writer.trigger(processingTime=f"{max(poll_ms, 1)} milliseconds")
-        query = writer.start()
+        try:
+            query = writer.start()
+        except Exception as refused:
+            failure = None if remote is None else checkpoint_failure(refused, checkpoint,
+                                                                     remote)
+            if failure is not None:
+                raise failure from refused
+            raise
         log.info("streaming %s into %s (checkpoint %s)", table, sink, checkpoint)
         deadline = None if max_seconds is None else time.monotonic() + max_seconds
         try:
@@ -80,6 +100,9 @@ def stream(table: str, catalog: str | None = None, options: Mapping[str, Any] | 
                 query.stop()
         exc = query.exception()
         if exc is not None:
+            failure = None if remote is None else checkpoint_failure(exc, checkpoint, remote)
+            if failure is not None:
+                raise failure from exc
             raise exc
         return 0
     finally:

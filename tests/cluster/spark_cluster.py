@@ -111,10 +111,11 @@ def driver_conf(archive: Path, event_dir: Path, **extra: str) -> dict[str, str]:
     }
 
 
-def run_driver(workdir: Path, job: Mapping[str, Any], timeout_s: float = 600
+def run_driver(workdir: Path, job: Mapping[str, Any], script: str = "spark_job.py"
                ) -> subprocess.Popen[str]:
-    """Start ``tests/cluster/spark_job.py`` with ``job`` (JSON) in ``workdir`` on the client
-    machine; ``./environment`` there is this interpreter's environment."""
+    """Start ``tests/cluster/<script>`` with ``job`` (JSON) in ``workdir`` on the client
+    machine (its own process group); ``./environment`` there is this interpreter's
+    environment. The driver's log (stderr) is appended to ``workdir/driver.log``."""
     workdir.mkdir(parents=True, exist_ok=True)
     link = workdir / "environment"
     if not link.exists():
@@ -124,8 +125,8 @@ def run_driver(workdir: Path, job: Mapping[str, Any], timeout_s: float = 600
     env.update({"SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": CLIENT_ADDRESS,
                 "PYSPARK_PYTHON": "./environment/bin/python",
                 "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
-    with (workdir / "driver.log").open("w") as log:
-        return subprocess.Popen([sys.executable, str(Path(__file__).with_name("spark_job.py")),
+    with (workdir / "driver.log").open("a") as log:
+        return subprocess.Popen([sys.executable, str(Path(__file__).with_name(script)),
                                  json.dumps(dict(job))], cwd=workdir, env=env, text=True,
                                 stdout=subprocess.PIPE, stderr=log, start_new_session=True)
 
@@ -146,6 +147,16 @@ def driver_log(workdir: Path, chars: int = 4000) -> str:
     """The tail of the driver's log (its stderr)."""
     path = workdir / "driver.log"
     return path.read_text(errors="replace")[-chars:] if path.exists() else "(no log)"
+
+
+def kill_driver(process: subprocess.Popen[str]) -> int:
+    """SIGKILL the driver's whole process group at once (its Python, its JVM and the
+    Python workers the JVM forked), as a crash of the driver host would; returns how many
+    processes that was."""
+    found = subprocess.run(["pgrep", "-g", str(process.pid)], capture_output=True,
+                           text=True).stdout.split()
+    stop_driver(process)
+    return len(found)
 
 
 def stop_driver(process: subprocess.Popen[str]) -> None:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
+import pyarrow.parquet as pq
 from pyiceberg.catalog import load_catalog
 from pyiceberg.table import Table
 
-from icefloe.seaweed import SeaweedFS
+from icefloe.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedFS
 from tests.helpers.tables import make_table, rows
 
 
@@ -54,3 +56,55 @@ def record(scenario: str, **figures: object) -> None:
     with FIGURES.open("a") as out:
         out.write(json.dumps({"scenario": scenario, "at": time.strftime("%Y-%m-%dT%H:%M:%S"),
                               **figures}) + "\n")
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def readme_block(contains: str, substitute: dict[str, str] | None = None) -> str:
+    """The README's one ``docs-test: cluster`` block containing ``contains``, with the
+    host names of its example replaced by the tier's (``substitute``: old -> new)."""
+    from tests.test_docs import blocks
+
+    found = [b.code for b in blocks(README) if b.group == "cluster" and contains in b.code]
+    assert len(found) == 1, f"{len(found)} cluster blocks of README.md contain {contains!r}"
+    code = found[0]
+    for old, new in (substitute or {}).items():
+        assert old in code, f"{old!r} is no longer in the README block: update the test"
+        code = code.replace(old, new)
+    return code
+
+
+def catalog_env(name: str, properties: dict[str, str]) -> dict[str, str]:
+    """PyIceberg's configuration of catalog ``name`` as environment variables
+    (``PYICEBERG_CATALOG__LAKE__S3__ACCESS_KEY_ID``...), as a user sets them on a driver."""
+    return {"PYICEBERG_CATALOG__" + "__".join([name, *key.split(".")]).upper()
+            .replace("-", "_"): value for key, value in properties.items()}
+
+
+def _s3(seaweed: SeaweedFS) -> Any:
+    from pyarrow import fs
+
+    return fs.S3FileSystem(endpoint_override=seaweed.s3_endpoint, scheme="http",
+                           access_key=ACCESS_KEY, secret_key=SECRET_KEY, region="us-east-1")
+
+
+def _objects(seaweed: SeaweedFS, prefix: str) -> list[Any]:
+    from pyarrow import fs
+
+    found = _s3(seaweed).get_file_info(fs.FileSelector(f"{seaweed.bucket}/{prefix}",
+                                                       allow_not_found=True))
+    return sorted((i for i in found if i.path.endswith(".parquet")), key=lambda i: i.path)
+
+
+def sink_ids(seaweed: SeaweedFS, prefix: str) -> list[int]:
+    """Every id in a stream's S3 sink (Parquet objects under ``prefix`` of the plain
+    bucket), read by this process over the network; duplicates kept."""
+    s3 = _s3(seaweed)
+    return [i for info in _objects(seaweed, prefix)
+            for i in pq.read_table(info.path, filesystem=s3).column("id").to_pylist()]
+
+
+def sink_objects(seaweed: SeaweedFS, prefix: str) -> int:
+    """How many non-empty Parquet objects the sink under ``prefix`` holds."""
+    return sum(1 for info in _objects(seaweed, prefix) if info.size > 0)

@@ -10,8 +10,11 @@ source copied there (a user's checkout) and ships it to the other nodes with
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +27,16 @@ from icefloe.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedFS
 from tests.cluster.envpack import packed_env
 from tests.cluster.hosts import CLIENT_ADDRESS, Host, Network
 from tests.cluster.spark_cluster import PATH, wait_for
-from tests.cluster.support import files_containing, record, rest_options, rest_table
+from tests.cluster.support import (
+    catalog_env,
+    files_containing,
+    readme_block,
+    record,
+    rest_options,
+    rest_table,
+    sink_ids,
+    sink_objects,
+)
 from tests.conftest import sorted_rows
 from tests.helpers.changelog import check_every_snapshot
 from tests.helpers.tables import rows
@@ -89,13 +101,20 @@ def ray_events(seaweed: SeaweedFS) -> Table:
     return rest_table(seaweed, "raycluster.events", appends=8, rows_each=500, delete_below=10)
 
 
-def run_ray_driver(head: Host, job: dict[str, Any]) -> subprocess.CompletedProcess[str]:
-    """Run ``ray_job.py`` on the head host with icefloe's source copied to its disk."""
+def ship_code(head: Host) -> Path:
+    """icefloe's source and ``ray_job.py`` copied to the head host's disk (a user's
+    checkout there); returns the directory."""
     code = head.disk / "code"
     if not code.exists():
         shutil.copytree(ROOT / "icefloe", code / "icefloe",
                         ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copy2(Path(__file__).with_name("ray_job.py"), code / "ray_job.py")
+    return code
+
+
+def run_ray_driver(head: Host, job: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    """Run ``ray_job.py`` on the head host with icefloe's source copied to its disk."""
+    code = ship_code(head)
     python = str(head.disk / "environment" / "bin" / "python")
     return head.run([python, str(code / "ray_job.py"), json.dumps(job)],
                     env={**_ray_env(head), "PYTHONPATH": str(code)}, timeout_s=600)
@@ -154,3 +173,187 @@ def test_stream_with_its_checkpoint_in_s3_resumes_in_a_new_driver(
            rows_checked=len(oracle), rows_lost=len(set(oracle) - set(before + after)),
            duplicates=len(before) + len(after) - len(set(before + after)), restarts=1)
     assert sorted(before + after) == oracle, "rows lost or repeated across the restart"
+
+
+def test_readme_ray_cluster_recipe_on_the_head_host(
+        ray_cluster: RayCluster, seaweed: SeaweedFS, ray_events: Table) -> None:
+    """The README's Ray cluster block as written, run on the head host (icefloe's source
+    there, shipped to the other nodes by ``runtime_env``), the catalog ``lake`` in the
+    driver's environment only: the count equals PyIceberg's."""
+    head = ray_cluster.head
+    code = readme_block("ray.init", {"head:6379": f"{head.address}:{GCS_PORT}",
+                                     "db.events": "raycluster.events"})
+    shipped = ship_code(head)
+    (shipped / "readme_ray.py").write_text(code)
+    python = str(head.disk / "environment" / "bin" / "python")
+    done = head.run([python, str(shipped / "readme_ray.py")],
+                    env={**_ray_env(head), "PYTHONPATH": str(shipped),
+                         **catalog_env("lake", seaweed.rest_properties())}, timeout_s=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert done.stdout.split()[-1] == str(ray_events.scan().to_arrow().num_rows) == "3990"
+
+
+def _ray_workers_started(host: Host) -> int:
+    """Ray worker processes the host has started (one log file each)."""
+    return sum(1 for _ in host.disk.glob("r/session_*/logs/worker-*.err"))
+
+
+def _backfill_running_on(ray_cluster: RayCluster, seaweed: SeaweedFS, name: str,
+                         node: Host) -> tuple[Table, subprocess.Popen[bytes], Path]:
+    """A 40-task backfill of the new table ``raycluster.<name>`` started by a driver on the
+    head host (log ``<name>.log``), returned once ``node`` has started a Ray worker for
+    it: (the table, the driver, the Parquet file it writes)."""
+    table = rest_table(seaweed, f"raycluster.{name}", appends=40, rows_each=1000)
+    head = ray_cluster.head
+    out = head.disk / f"{name}.parquet"
+    job = {"address": f"{head.address}:{GCS_PORT}",
+           "reads": [{"table": f"raycluster.{name}", "out": str(out),
+                      "options": {**rest_options(seaweed), "splitSize": "1"}}]}
+    code = ship_code(head)
+    before = _ray_workers_started(node)
+    python = str(head.disk / "environment" / "bin" / "python")
+    driver = head.popen([python, str(code / "ray_job.py"), json.dumps(job)], f"{name}.log",
+                        {**_ray_env(head), "PYTHONPATH": str(code)})
+    wait_for(lambda: _ray_workers_started(node) > before or driver.poll() is not None,
+             f"a Ray worker on {node.name}", timeout_s=300)
+    assert driver.poll() is None, f"the backfill ended first: {head.log(f'{name}.log')}"
+    return table, driver, out
+
+
+def test_a_ray_worker_host_killed_mid_backfill(
+        ray_cluster: RayCluster, seaweed: SeaweedFS) -> None:
+    """Every process of host r2 (its raylet, object store, workers) SIGKILLed while the
+    backfill's read tasks run there: Ray runs the lost tasks again on the other nodes,
+    and the rows are exactly the oracle's."""
+    head, victim = ray_cluster.head, ray_cluster.workers[1]
+    table, driver, out = _backfill_running_on(ray_cluster, seaweed, "backfill", victim)
+    try:
+        killed = victim.kill()
+        assert killed >= 2, "the raylet and its workers"
+        assert driver.wait(timeout=600) == 0, head.log("backfill.log")[-4000:]
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+        ray_cluster.start_worker(victim)  # the host comes back
+    report = next(json.loads(line) for line in reversed(head.log("backfill.log").splitlines())
+                  if line.startswith('{"rows"'))
+    got = pq.read_table(out).column("id").to_pylist()
+    oracle = table.scan().to_arrow().column("id").to_pylist()
+    record("ray: worker host r2 SIGKILLed mid-backfill", kills=1, processes_killed=killed,
+           rows_checked=len(oracle), rows_lost=len(set(oracle) - set(got)),
+           duplicates=len(got) - len(set(got)))
+    assert report["rows"] == [len(oracle)] == [40_000]
+    assert sorted(got) == sorted(oracle), "rows lost or repeated"
+
+
+def test_ray_driver_killed_mid_stream_resumes_from_the_s3_checkpoint(
+        ray_cluster: RayCluster, seaweed: SeaweedFS) -> None:
+    """A continuous stream on the cluster (enumerator and 2 reader actors), its checkpoint
+    in S3, every item written to an idempotent S3 sink before it is acked; the driver
+    process on the head host SIGKILLed once 2 items are in S3 (its actors die with it),
+    2 snapshots appended, a new driver resumes from the S3 checkpoint, one more snapshot
+    appended while it runs: every id in the sink exactly once."""
+    table = rest_table(seaweed, "raycluster.killed", appends=6, rows_each=300)
+    head = ray_cluster.head
+    stop = head.disk / "stop-killed"
+    spec = {"table": "raycluster.killed", "checkpoint": f"s3://{seaweed.bucket}/ckpt/killed",
+            "stop_file": str(stop), "delay_s": 1.0,
+            "options": {**rest_options(seaweed), "catalog.s3.region": "us-east-1",
+                        "startingVersion": "earliest", "maxFilesPerTrigger": "1"},
+            "sink": {"bucket": seaweed.bucket, "prefix": "sink/ray-killed",
+                     "endpoint": seaweed.s3_endpoint.removeprefix("http://"),
+                     "access_key": ACCESS_KEY, "secret_key": SECRET_KEY}}
+    job = json.dumps({"address": f"{head.address}:{GCS_PORT}", "stream": spec})
+    code = ship_code(head)
+    python = str(head.disk / "environment" / "bin" / "python")
+    env = {**_ray_env(head), "PYTHONPATH": str(code)}
+    drivers: list[subprocess.Popen[bytes]] = []
+
+    def start() -> subprocess.Popen[bytes]:
+        drivers.append(head.popen([python, str(code / "ray_job.py"), job], "killed.log", env))
+        return drivers[-1]
+
+    def ids() -> list[int]:
+        return sink_ids(seaweed, "sink/ray-killed")
+
+    try:
+        first = start()
+        wait_for(lambda: sink_objects(seaweed, "sink/ray-killed") >= 2
+                 or first.poll() is not None, "two items in the S3 sink", timeout_s=300,
+                 logs=lambda: head.log("killed.log")[-3000:])
+        assert first.poll() is None, head.log("killed.log")[-3000:]
+        in_s3 = len(set(ids()))
+        found = subprocess.run(["pgrep", "-g", str(first.pid)], capture_output=True,
+                               text=True).stdout.split()
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(timeout=30)
+        assert in_s3 < 1800, "the stream had finished before the kill"
+        for i in range(6, 8):
+            table.append(rows(300, start=i * 300))
+        second = start()
+        wait_for(lambda: set(ids()) >= set(range(2400)) or second.poll() is not None,
+                 "the 8 snapshots after the restart", timeout_s=300,
+                 logs=lambda: head.log("killed.log")[-3000:])
+        table.append(rows(300, start=2400))
+        wait_for(lambda: set(ids()) >= set(range(2700)) or second.poll() is not None,
+                 "a snapshot committed while it runs", timeout_s=180,
+                 logs=lambda: head.log("killed.log")[-3000:])
+        assert second.poll() is None, head.log("killed.log")[-3000:]
+        stop.touch()
+        assert second.wait(timeout=120) == 0, head.log("killed.log")[-3000:]
+    finally:
+        for driver in drivers:
+            if driver.poll() is None:
+                os.killpg(driver.pid, signal.SIGKILL)
+                driver.wait(timeout=30)
+    got = ids()
+    oracle = sorted(table.refresh().scan().to_arrow().column("id").to_pylist())
+    record("ray: driver SIGKILLed mid-stream, resumed from the S3 checkpoint, S3 sink",
+           kills=1, processes_killed=len(found), rows_checked=len(oracle),
+           rows_lost=len(set(oracle) - set(got)), duplicates=len(got) - len(set(got)),
+           rows_in_s3_at_kill=in_s3)
+    assert sorted(got) == oracle, "rows lost or repeated across the driver's kill"
+
+
+def _declared_dead(head: Host, node: Host) -> bool:
+    """The head's GCS has marked ``node`` dead (its health checks failed)."""
+    return any(f"node name: {node.address} has been marked dead" in path.read_text(
+        errors="replace") for path in head.disk.glob("r/session_*/logs/gcs_server.out"))
+
+
+def test_a_ray_worker_cut_off_longer_than_the_health_check(
+        ray_cluster: RayCluster, seaweed: SeaweedFS) -> None:
+    """r1's link down while the backfill's read tasks run there, until the head's GCS
+    declares the node dead (its health checks: about 50 s here), then up again (the
+    raylet, told it is dead, exits with its workers; the driver runs their tasks again
+    elsewhere); the node is restarted afterwards: exactly the oracle's rows."""
+    head, cut = ray_cluster.head, ray_cluster.workers[0]
+    table, driver, out = _backfill_running_on(ray_cluster, seaweed, "cut", cut)
+    down_s = 0.0
+    try:
+        cut.link(up=False)
+        cut_at = time.monotonic()
+        try:
+            wait_for(lambda: _declared_dead(head, cut) or driver.poll() is not None,
+                     "the GCS declaring r1 dead", timeout_s=300)
+        finally:
+            cut.link(up=True)
+            down_s = time.monotonic() - cut_at
+        assert driver.wait(timeout=600) == 0, head.log("cut.log")[-4000:]
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+        cut.kill()  # a raylet the cluster declared dead does not rejoin: restart the node
+        ray_cluster.start_worker(cut)
+    report = next(json.loads(line) for line in reversed(head.log("cut.log").splitlines())
+                  if line.startswith('{"rows"'))
+    got = pq.read_table(out).column("id").to_pylist()
+    oracle = table.scan().to_arrow().column("id").to_pylist()
+    record("ray: worker r1 link down mid-backfill past the GCS health check, then up",
+           cuts=1,
+           seconds_down=round(down_s, 1), rows_checked=len(oracle),
+           rows_lost=len(set(oracle) - set(got)), duplicates=len(got) - len(set(got)))
+    assert _declared_dead(head, cut), "the backfill ended before r1 was declared dead"
+    assert cut.address not in report["nodes"]
+    assert report["rows"] == [len(oracle)] == [40_000]
+    assert sorted(got) == sorted(oracle), "rows lost or repeated"

@@ -8,6 +8,10 @@ are written by PyIceberg through the REST catalog; rows against PyIceberg's scan
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -19,9 +23,10 @@ import pytest
 from pyiceberg.table import Table
 
 import icefloe.spark
+from icefloe.cli.failures import EXIT_CHECKPOINT, EXIT_OUTPUT
 from icefloe.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedFS
 from tests.cluster.envpack import packed_env
-from tests.cluster.hosts import Host, Network
+from tests.cluster.hosts import CLIENT_ADDRESS, Host, Network
 from tests.cluster.spark_cluster import (
     PATH,
     SPARK_HOME,
@@ -29,13 +34,24 @@ from tests.cluster.spark_cluster import (
     driver_conf,
     driver_log,
     driver_result,
+    kill_driver,
     run_driver,
     stop_driver,
     wait_for,
 )
-from tests.cluster.support import files_containing, record, rest_options, rest_table
+from tests.cluster.support import (
+    catalog_env,
+    files_containing,
+    readme_block,
+    record,
+    rest_options,
+    rest_table,
+    sink_ids,
+    sink_objects,
+)
 from tests.conftest import sorted_rows
 from tests.helpers.changelog import check_every_snapshot
+from tests.helpers.tables import rows
 from tests.spark.connect_server import ConnectServer, connect_client
 from tests.spark.support import normalized
 
@@ -195,20 +211,164 @@ def test_a_worker_cut_off_longer_than_the_heartbeat_timeout(
              timeout_s=120)
 
 
+def _stream_job(seaweed: SeaweedFS, name: str, checkpoint: str, stop: Path,
+                **extra: Any) -> dict[str, Any]:
+    return {"table": f"cluster.{name}", "checkpoint": checkpoint, "stop_file": str(stop),
+            "options": {**rest_options(seaweed), "maxFilesPerTrigger": "1",
+                        "startingVersion": "earliest"},
+            "sink": {"bucket": seaweed.bucket, "prefix": f"sink/{name}",
+                     "endpoint": seaweed.s3_endpoint.removeprefix("http://"),
+                     "access_key": ACCESS_KEY, "secret_key": SECRET_KEY}, **extra}
+
+
+def _run_killed_stream(seaweed: SeaweedFS, name: str, start: Any, kill: Any,
+                       scenario: str, logs: Any) -> None:
+    """A continuous stream of ``cluster.<name>`` (6 snapshots, one file per micro-batch)
+    into the S3 sink; the driver killed once two batches are in S3; 2 snapshots appended
+    while it is down; restarted (``start``), it resumes from the checkpoint on its host's
+    disk; one more snapshot appended while it runs. Every id exactly once."""
+    table = rest_table(seaweed, f"cluster.{name}", appends=6, rows_each=400)
+    first = start()
+    wait_for(lambda: sink_objects(seaweed, f"sink/{name}") >= 2 or first.poll() is not None,
+             f"two micro-batches of {name} in S3", timeout_s=300)
+    assert first.poll() is None, f"the first driver ended before it was killed: {logs()}"
+    in_s3 = len(set(sink_ids(seaweed, f"sink/{name}")))
+    killed = kill(first)
+    assert in_s3 < 2400, "the stream had finished before the kill: nothing left to resume"
+    for i in range(6, 8):
+        table.append(rows(400, start=i * 400))
+    second = start()
+    wait_for(lambda: set(sink_ids(seaweed, f"sink/{name}")) >= set(range(3200))
+             or second.poll() is not None, f"{name}: the 8 snapshots after the restart",
+             timeout_s=300)
+    assert second.poll() is None, f"the restarted driver ended early: {logs()}"
+    table.append(rows(400, start=3200))
+    wait_for(lambda: set(sink_ids(seaweed, f"sink/{name}")) >= set(range(3600))
+             or second.poll() is not None, f"{name}: a snapshot committed while it runs",
+             timeout_s=180)
+    got = sink_ids(seaweed, f"sink/{name}")
+    oracle = sorted(table.refresh().scan().to_arrow().column("id").to_pylist())
+    record(scenario, rows_checked=len(oracle), rows_lost=len(set(oracle) - set(got)),
+           duplicates=len(got) - len(set(got)), kills=1, processes_killed=killed,
+           rows_in_s3_at_kill=in_s3)
+    assert second.poll() is None
+    assert sorted(got) == oracle, "rows lost or repeated across the driver's restart"
+
+
+def test_classic_stream_driver_killed_mid_stream_resumes_exactly_once(
+        cluster: SparkStandalone, seaweed: SeaweedFS, archive: Path, tmp_path: Path) -> None:
+    """The classic driver (Python + JVM, this machine) SIGKILLed mid-stream and restarted:
+    it resumes from the checkpoint on its own disk; the S3 sink holds every id once."""
+    work = tmp_path / "driver"
+    (tmp_path / "events-log").mkdir()
+    job = _stream_job(seaweed, "stream_classic", str(work / "ckpt"), tmp_path / "stop",
+                      master=cluster.url, conf=driver_conf(archive, tmp_path / "events-log"))
+    drivers: list[Any] = []
+
+    def start() -> Any:
+        drivers.append(run_driver(work, job, "spark_stream_job.py"))
+        return drivers[-1]
+
+    try:
+        _run_killed_stream(seaweed, "stream_classic", start, kill_driver,
+                           "spark classic: driver SIGKILLed mid-stream, restarted from the "
+                           "checkpoint on its disk, S3 sink", lambda: driver_log(work))
+        (tmp_path / "stop").touch()
+        assert "stopped" in driver_result(drivers[-1], work)
+    finally:
+        for driver in drivers:
+            stop_driver(driver)
+    assert (work / "ckpt" / "commits").is_dir()
+    leaks = files_containing([w.disk for w in cluster.workers] + [tmp_path / "events-log"],
+                             [SECRET_KEY, f"{ACCESS_KEY}:{SECRET_KEY}"])
+    assert leaks == [], "a secret in an executor log or the Spark event log"
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
 @pytest.fixture(scope="module")
-def connect_server(cluster: SparkStandalone) -> Iterator[ConnectServer]:
+def readme_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The README's recipe run as written (uv, venv-pack), in a directory of its own, with
+    icefloe from this checkout in place of the package index's; returns the directory."""
+    here = tmp_path_factory.mktemp("readme-env")
+    code = readme_block("venv-pack", {"'icefloe'": f"'{ROOT}'"})
+    base = Path(getattr(sys, "_base_executable", sys.executable)).parent
+    uv = shutil.which("uv") or str(base / "uv")
+    path = os.pathsep.join([str(base), str(Path(uv).parent), PATH])
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    done = subprocess.run(["bash", "-c", "set -euo pipefail\n" + code], cwd=here,
+                          env={**env, "PATH": path},
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert (here / "icefloe-env.tar.gz").stat().st_size > 10_000_000
+    return here
+
+
+def _readme_env(seaweed: SeaweedFS) -> dict[str, str]:
+    """A user's driver environment: PyIceberg's catalog "lake" and the sink's S3 keys."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SPARK_", "PYSPARK_", "PYICEBERG_", "AWS_"))}
+    return {**env, **catalog_env("lake", seaweed.rest_properties()),
+            "AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+            "SPARK_LOCAL_IP": CLIENT_ADDRESS}
+
+
+def test_readme_cluster_recipe_on_a_classic_driver(
+        cluster: SparkStandalone, seaweed: SeaweedFS, events: Table, readme_archive: Path,
+        tmp_path: Path) -> None:
+    """The README's cluster recipe as a user runs it: the archive its ``sh`` block built,
+    the session block against the standalone master, the catalog in the driver's
+    environment, then the streaming block (checkpoint on the driver's disk, S3 sink by
+    batch id). Rows against PyIceberg's scan."""
+    shutil.copy2(readme_archive / "icefloe-env.tar.gz", tmp_path)
+    (tmp_path / "environment").symlink_to(sys.prefix)  # the driver's own environment
+    host = seaweed.s3_endpoint
+    script = "\n".join([
+        readme_block("spark://master:7077", {"spark://master:7077": cluster.url,
+                                             "db.events": "cluster.events"}),
+        readme_block("foreachBatch", {"http://s3:8333": host, "db.events": "cluster.events"}),
+    ])
+    (tmp_path / "recipe.py").write_text(script)
+    conf = f"spark.driver.host={CLIENT_ADDRESS}"
+    done = subprocess.run([sys.executable, "recipe.py"], cwd=tmp_path,
+                          env={**_readme_env(seaweed), "PYSPARK_SUBMIT_ARGS":
+                               f"--conf {conf} pyspark-shell"},
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-4000:]
+    oracle = sorted(events.scan().to_arrow().column("id").to_pylist())
+    assert done.stdout.split()[0] == str(len(oracle)) == "5990"
+    assert sorted(sink_ids(seaweed, "events-out")) == oracle
+    assert (tmp_path / "events-ckpt" / "commits").is_dir()
+
+
+# Spark Connect: from here on the Connect server's application holds the cluster's cores
+
+
+@pytest.fixture(scope="module")
+def connect_server(cluster: SparkStandalone, seaweed: SeaweedFS) -> Iterator[ConnectServer]:
     """A Spark Connect server on the master host (its driver there), with Spark and nothing
     of icefloe: the client ships the packed environment as a session artifact, unpacked in
-    the session's directory where the Python workers start (``./environment``)."""
+    the session's directory where the Python workers start (``./environment``). The
+    catalog ``lake`` (PyIceberg's environment variables) and the S3 keys of a
+    ``foreachBatch`` sink are configured in the server's environment, as the README says."""
     host = cluster.master
-    server = ConnectServer(
-        host.disk / "connect", host=host.address, port=15002, master=cluster.url,
-        python="./environment/bin/python", prefix=host.wrap(()), spark_home=Path("/opt/spark"),
-        base_env={"PATH": PATH, "HOME": str(host.disk)},
-        conf={"spark.executor.memory": "640m", "spark.executor.cores": "1",
-              "spark.cores.max": "2", "spark.python.daemon.module": "pyspark.daemon"})
+    server = _connect_on(host, cluster, seaweed, "connect", 15002, "./environment/bin/python")
     with server:
         yield server
+
+
+def _connect_on(host: Host, cluster: SparkStandalone, seaweed: SeaweedFS, name: str,
+                port: int, python: str, **conf: str) -> ConnectServer:
+    """A Connect server on ``host`` (not started) whose Python workers run ``python``."""
+    return ConnectServer(
+        host.disk / name, host=host.address, port=port, master=cluster.url,
+        python=python, prefix=host.wrap(()), spark_home=Path("/opt/spark"),
+        base_env={"PATH": PATH, "HOME": str(host.disk)},
+        env={**catalog_env("lake", seaweed.rest_properties()),
+             "AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY},
+        conf={"spark.executor.memory": "640m", "spark.executor.cores": "1",
+              "spark.cores.max": "2", "spark.python.daemon.module": "pyspark.daemon", **conf})
 
 
 def test_reads_through_a_connect_server_on_the_cluster(
@@ -222,3 +382,133 @@ def test_reads_through_a_connect_server_on_the_cluster(
                                      options={**options, "changelog": "true"}).toArrow()
     assert sorted_rows(got) == sorted_rows(normalized(events.scan().to_arrow()))
     assert check_every_snapshot(events, changes) == len(events.snapshots())
+
+
+def test_readme_cluster_recipe_through_connect(
+        connect_server: ConnectServer, seaweed: SeaweedFS, events: Table,
+        readme_archive: Path, tmp_path: Path) -> None:
+    """The README's Connect block: the archive the README's recipe built as a session
+    artifact, the catalog configured on the server's host only."""
+    shutil.copy2(readme_archive / "icefloe-env.tar.gz", tmp_path)
+    script = "\n".join([
+        "import icefloe.spark",
+        readme_block("sc://spark-connect:15002", {"sc://spark-connect:15002":
+                                                  connect_server.url,
+                                                  "db.events": "cluster.events"}),
+    ])
+    (tmp_path / "recipe.py").write_text(script)
+    env = {k: v for k, v in _readme_env(seaweed).items() if not k.startswith("PYICEBERG_")}
+    done = subprocess.run([sys.executable, "recipe.py"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-4000:]
+    oracle = sorted(events.scan().to_arrow().column("id").to_pylist())
+    assert done.stdout.split()[0] == str(len(oracle))
+
+
+@pytest.fixture(scope="module")
+def installed_connect(cluster: SparkStandalone, connect_server: ConnectServer,
+                      seaweed: SeaweedFS, archive: Path) -> Iterator[ConnectServer]:
+    """A Connect server on ``master`` whose Python workers run icefloe's environment
+    installed on every host at one path (``/srv/host/icefloe-env``), as the README says
+    for streams, listening on every address of its host (``foreachBatch``). The artifact
+    server stops first: its application holds the cores."""
+    connect_server.stop()
+    for host in (cluster.master, *cluster.workers):
+        (host.disk / "icefloe-env").mkdir(exist_ok=True)
+        subprocess.run(["tar", "-xzf", str(archive), "-C", str(host.disk / "icefloe-env")],
+                       check=True)
+    # a foreachBatch function's Python connects back to sc://localhost:<port>: the server
+    # listens on every address of its host, not only the one clients use
+    with _connect_on(cluster.master, cluster, seaweed, "connect-installed", 15003,
+                     "/srv/host/icefloe-env/bin/python",
+                     **{"spark.connect.grpc.binding.address": "0.0.0.0"}) as server:
+        yield server
+
+
+def test_connect_stream_server_killed_mid_stream_resumes_exactly_once(
+        cluster: SparkStandalone, installed_connect: ConnectServer, seaweed: SeaweedFS,
+        tmp_path: Path) -> None:
+    """A continuous stream through a Connect server on host ``master``, its checkpoint on
+    that host's disk; the server (the driver: its JVM and Python workers) SIGKILLed
+    mid-stream and started again on the same host; a new client starts the query again
+    with the same checkpoint: the S3 sink holds every id once.
+
+    A streaming query runs in a clone of the client's session, whose directory lacks the
+    session's artifacts (Spark 4.3: its Python workers fail to start
+    ``./environment/bin/python``), so this server has icefloe's environment installed on
+    every host (:func:`installed_connect`)."""
+    server = installed_connect
+    work = tmp_path / "client"
+    checkpoint = cluster.master.disk / "stream-ckpt"
+    job = _stream_job(seaweed, "stream_connect", str(checkpoint), tmp_path / "stop",
+                      remote=server.url)
+    clients: list[Any] = []
+
+    def start() -> Any:
+        clients.append(run_driver(work, job, "spark_stream_job.py"))
+        return clients[-1]
+
+    def kill(client: Any) -> int:
+        count = server.kill()
+        stop_driver(client)  # its server is gone
+        server.start()
+        return count
+
+    try:
+        _run_killed_stream(seaweed, "stream_connect", start, kill,
+                           "spark connect: server (driver) SIGKILLed mid-stream, restarted "
+                           "from the checkpoint on its host's disk, S3 sink",
+                           lambda: driver_log(work) + server.tail())
+        (tmp_path / "stop").touch()
+        assert "stopped" in driver_result(clients[-1], work)
+    finally:
+        for client in clients:
+            stop_driver(client)
+    assert (checkpoint / "commits").is_dir()
+
+
+def _cli(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "icefloe.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_cli_remote_refuses_paths_the_server_does_not_share_with_this_machine(
+        installed_connect: ConnectServer, events: Table, tmp_path: Path) -> None:
+    """``icefloe read|stream --remote`` against the Connect server on host ``master``,
+    from this machine: a ``--to`` directory that exists only here is written by the
+    server's executors on their own disks, so the command fails with an OutputError
+    naming it and the fix (nothing created here); a checkpoint the server's host cannot
+    create fails with a CheckpointError."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SPARK_", "PYSPARK_", "PYICEBERG_", "AWS_"))}
+    base = ["--catalog", "lake", "--engine", "spark", "--remote", installed_connect.url]
+    done = _cli(["read", "cluster.events", *base, "--to", str(tmp_path / "out")], tmp_path, env)
+    assert done.returncode == EXIT_OUTPUT, done.stderr[-3000:]
+    assert done.stderr.startswith(f"error: OutputError: --to {tmp_path}: the Spark Connect "
+                                  f"server {installed_connect.url} wrote there on its own hosts' "
+                                  "disks, which this machine does not see"), done.stderr
+    assert "mounted at the same path" in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [], "nothing left here"
+
+    blocker = installed_connect.root / "a-file"  # on the master host's disk
+    blocker.write_text("not a directory")
+    done = _cli(["stream", "cluster.events", *base, "--available-now",
+                 "--checkpoint", str(blocker / "ckpt")], tmp_path, env)
+    assert done.returncode == EXIT_CHECKPOINT, done.stderr[-3000:]
+    assert done.stderr.startswith(f"error: CheckpointError: --checkpoint {blocker / 'ckpt'}: "
+                                  "the Spark Connect server"), done.stderr
+
+
+def test_no_secret_in_any_spark_hosts_logs(cluster: SparkStandalone,
+                                           installed_connect: ConnectServer) -> None:
+    """After every Spark test of the module (classic drivers, both Connect servers, whose
+    environment holds the catalog's credential and the S3 keys): no secret in the
+    executors' logs (the workers' work directories), the workers' and the master's logs,
+    or the Connect servers' logs."""
+    roots = [w.disk / "work" for w in cluster.workers]
+    logs = [*(w.disk / "worker.log" for w in cluster.workers), cluster.master.disk / "master.log",
+            *cluster.master.disk.glob("connect*/*.log"), installed_connect.log]
+    found = files_containing(roots, [SECRET_KEY, f"{ACCESS_KEY}:{SECRET_KEY}"])
+    found += [str(p) for p in logs if SECRET_KEY in p.read_text(errors="replace")]
+    assert len(logs) >= 5 and all(p.exists() for p in logs)
+    assert found == [], "a secret in a Spark host's log"

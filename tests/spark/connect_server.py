@@ -99,6 +99,8 @@ class ConnectServer:
         self.base_env = dict(base_env) if base_env is not None else None
         self.log = root / "connect-server.log"
         self.process: subprocess.Popen[bytes] | None = None
+        self._log_from = 0
+        """Where this start's lines begin in :attr:`log` (a restart appends to it)."""
 
     @property
     def url(self) -> str:
@@ -129,6 +131,7 @@ class ConnectServer:
     def start(self, timeout_s: float = 180.0) -> ConnectServer:
         """Start the server and wait until its port answers (fails with its log's tail)."""
         (self.root / "local").mkdir(parents=True, exist_ok=True)
+        self._log_from = self.log.stat().st_size if self.log.exists() else 0
         base = self.base_env if self.base_env is not None else os.environ
         env = {**base, "SPARK_HOME": str(self.spark_home), "SPARK_LOCAL_IP": self.host,
                "SPARK_LOG_DIR": str(self.root), "SPARK_PID_DIR": str(self.root),
@@ -152,10 +155,25 @@ class ConnectServer:
         return self
 
     def _ready(self) -> bool:
-        return "Spark Connect server started" in self.log.read_text(errors="replace")
+        with self.log.open("rb") as log:
+            log.seek(self._log_from)
+            return b"Spark Connect server started" in log.read()
 
     def tail(self, chars: int = 3000) -> str:
         return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
+
+    def kill(self) -> int:
+        """SIGKILL the server's whole process group (its JVM, the driver, and the Python
+        workers it forked) at once, as a crash would; returns how many processes it had."""
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return 0
+        found = subprocess.run(["pgrep", "-g", str(process.pid)], capture_output=True,
+                               text=True).stdout.split()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+        return len(found)
 
     def stop(self) -> None:
         """Stop the server's whole process group (SIGTERM, then SIGKILL); idempotent."""

@@ -26,7 +26,14 @@ from pyiceberg.catalog.sql import SqlCatalog
 pytest.importorskip("pyspark.sql.connect.session", reason="needs pyspark[connect]")
 
 import icefloe.spark
-from icefloe.cli.failures import EXIT_CATALOG, EXIT_SNAPSHOT, EXIT_USAGE, describe
+from icefloe.cli.failures import (
+    EXIT_CATALOG,
+    EXIT_CHECKPOINT,
+    EXIT_OUTPUT,
+    EXIT_SNAPSHOT,
+    EXIT_USAGE,
+    describe,
+)
 from icefloe.spark.session import catalog_options, is_connect
 from tests.helpers.changelog import check_every_snapshot
 from tests.helpers.schema_changes import (
@@ -236,6 +243,39 @@ def test_cli_read_and_stream_with_remote(server: ConnectServer, tmp_path: Path) 
     assert bad.returncode == EXIT_SNAPSHOT, bad.stderr
     assert bad.stderr.startswith("error: SnapshotNotFoundError: "), bad.stderr
     assert not (tmp_path / "bad").exists()
+
+
+def test_cli_remote_paths_are_this_machines_and_unwritable_ones_fail_typed(
+        server: ConnectServer, tmp_path: Path) -> None:
+    """With ``--remote`` a relative ``--checkpoint`` / sink means this directory (the
+    server's working directory is elsewhere); a checkpoint or sink the server cannot
+    create fails with CheckpointError / OutputError naming the path and the fix."""
+    catalog = make_catalog(tmp_path)
+    make_table(catalog).append(rows(7))
+    base = ["stream", "db.events", *_cli_catalog(catalog), "--engine", "spark",
+            "--remote", server.url, "--available-now"]
+    done = _cli([*base, "--checkpoint", "rel-ckpt", "--sink", "parquet:rel-out"], tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "rel-ckpt" / "offsets").is_dir()
+    assert _ids(tmp_path / "rel-out") == list(range(7))
+    assert not list((tmp_path / "rel-out").glob("_icefloe_probe-*")), "the probe is removed"
+
+    (tmp_path / "a-file").write_text("not a directory")
+    ckpt = tmp_path / "a-file" / "ckpt"
+    done = _cli([*base, "--checkpoint", str(ckpt), "--sink", f"parquet:{tmp_path / 'o2'}"],
+                tmp_path)
+    assert done.returncode == EXIT_CHECKPOINT, done.stderr[-3000:]
+    assert done.stderr.startswith(f"error: CheckpointError: --checkpoint {ckpt}: "), done.stderr
+    assert "give a directory the server's driver host can write" in done.stderr
+
+    sink = tmp_path / "a-file" / "out"
+    done = _cli([*base, "--checkpoint", str(tmp_path / "c3"), "--sink", f"parquet:{sink}"],
+                tmp_path)
+    assert done.returncode == EXIT_OUTPUT, done.stderr[-3000:]
+    assert done.stderr.startswith(f"error: OutputError: --sink parquet:{sink}: the Spark "
+                                  "Connect server"), done.stderr
+    assert "cannot write there" in done.stderr and "mounted at the same path" in done.stderr
+    assert not (tmp_path / "c3").exists(), "refused before the query started"
 
 
 @pytest.mark.parametrize(("extra", "message"), [
