@@ -46,10 +46,12 @@ FORMATS = ("PARQUET", "ORC", "AVRO")
 @dataclass(frozen=True, slots=True)
 class ParquetFile:
     """An open Parquet data file: the low-level reader and the stream under it (one
-    thread's; :meth:`close` both when done)."""
+    thread's; :meth:`close` both when done). ``remote``: the stream reads an object
+    store (each read a round trip), so the reader pre-buffers."""
 
     reader: ParquetReader
     stream: Any
+    remote: bool = False
 
     def close(self) -> None:
         self.reader.close()
@@ -96,7 +98,7 @@ def open_parquet(files: FileOpener, split: FileSplit, window: PrefetchWindow | N
             f"cannot read data file {split.file_path} of snapshot {split.snapshot_id} "
             f"({type(exc).__name__}: {exc}); the file is missing or corrupt"
         ) from exc
-    return ParquetFile(reader, stream)
+    return ParquetFile(reader, stream, pre_buffer)
 
 
 def open_format_file(files: FileOpener, path: str, file_format: str, what: str) -> FormatFile:
