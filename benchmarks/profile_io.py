@@ -3,12 +3,14 @@ many are in flight, seen by the latency proxy (issue 30). Not a benchmark (no
 ``run(scale)``): a tool for the before/after profiles in RESULTS.md ("Defaults matrix").
 
     uv run python -m benchmarks.profile_io [--files 5] [--rows 1000000] [--row-groups 1]
-        [--delay 0.010] [--reps 3]
+        [--delay 0.010] [--reps 3] [--readers icefloe,pyarrow,pyiceberg,icefloe-before
+        --before DIR]
 
 Starts SeaweedFS (temp dir) and a counting latency proxy in a child process, writes one
 table of ``files`` Parquet files of event rows, then reads it, each reader in turn in a
 fresh process: icefloe at its defaults, PyArrow's dataset reader, PyIceberg. For each it
-prints the median time and, from the proxy's log of the last run: requests (HEAD, GET),
+prints the median time (the reader's own clock: after imports and the catalog's
+creation) and, from the proxy's log of the last run: requests (HEAD, GET),
 the bytes of the GETs (from their ``Range`` headers), the connections used and the most
 requests in flight at once (a request is in flight from its first byte sent by the client
 until the last byte of the answer forwarded before the connection's next request).
@@ -173,6 +175,8 @@ def main() -> None:
     parser.add_argument("--options", default="{}", help="icefloe's options, JSON")
     parser.add_argument("--readers", default=",".join(READERS))
     parser.add_argument("--verbose", action="store_true", help="print the last run's log")
+    parser.add_argument("--before", default=None,
+                        help="a checkout of earlier code: reader icefloe-before runs it")
     args = parser.parse_args()
 
     import shutil
@@ -207,8 +211,10 @@ def main() -> None:
         for rep in range(args.reps + 1):
             for reader in times:
                 stats()
+                before = reader == "icefloe-before"  # the code of --before DIR
                 out = subprocess.run([sys.executable, "-m", "benchmarks.profile_io", "--child",
-                                      reader, props, "profile.t", args.options],
+                                      "icefloe" if before else reader, props, "profile.t",
+                                      args.options], cwd=args.before if before else None,
                                      capture_output=True, text=True, check=True)
                 result = json.loads(out.stdout.strip().splitlines()[-1])
                 last[reader], log = stats()
