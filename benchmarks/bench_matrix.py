@@ -56,6 +56,11 @@ DELAYS = {"s3 10 ms": 0.010, "s3 30 ms": 0.030}
 CONTENDERS = ("icefloe (defaults)", "icefloe (tuned)", "pyarrow dataset", "pyiceberg")
 TARGETS = {"pyarrow dataset": 1.0, "pyiceberg": 1.5, "icefloe (tuned)": 0.9}
 """Least ratio (the contender's median time / icefloe's at its defaults) of every cell."""
+TUNE_MAX_BYTES = 256 * MB
+"""Cells of larger files are not tuned: one read of a 1 GB file takes 5-15 s here, and a
+tuning run ~25 reads (calibration, a sweep of 3 settings x 3 runs, a confirmation of 7 x
+2), minutes per cell. Their tuned contender reads with the setting found for the largest
+tuned file size of the same row groups and link."""
 CACHE = "matrix-v1"
 FIGURE = ROOT / "matrix.png"
 
@@ -251,8 +256,9 @@ def measure(where: Links, link: str, identifier: str, tuned: dict[str, str], thr
     s3 = None if link == "local disk" else {
         "endpoint_override": where.endpoints[link], "access_key": ACCESS_KEY,
         "secret_key": SECRET_KEY, "region": REGION}
-    base = {"identifier": identifier, "catalog": where.catalog_properties(link), "s3": s3}
-    specs = {
+    base: dict[str, Any] = {"identifier": identifier,
+                            "catalog": where.catalog_properties(link), "s3": s3}
+    specs: dict[str, dict[str, Any]] = {
         "icefloe (defaults)": {"kind": "icefloe", "options": {}, "threads": 2},
         "icefloe (tuned)": {"kind": "icefloe", "options": tuned, "threads": threads},
         "pyarrow dataset": {"kind": "pyarrow"},
@@ -309,10 +315,22 @@ def measure_cells(scale: str, only: set[str] | None = None) -> dict[str, dict[st
             for link in [lk for s, g, lk in todo if (s, g) == (size, row_groups)]:
                 load_before = load_avg()
                 started = time.perf_counter()
-                result = tune(identifier, catalog=where.catalog(link), budget=budget)
-                tuned = {k: str(v) for k, v in result.candidate.items()
-                         if k in ("splitSize", "ioConcurrency", "batchSize")}
-                threads = int(result.candidate["parallelism"])
+                smaller = [c for k, c in recorded.items() if c["row_groups"] == row_groups
+                           and c["link"] == link and c["size"] <= TUNE_MAX_BYTES]
+                if size > TUNE_MAX_BYTES and smaller:  # see TUNE_MAX_BYTES
+                    like = max(smaller, key=lambda c: c["size"])
+                    tuned = {k: v for k, v in like["tuned"].items() if k != "parallelism"}
+                    threads = int(like["tuned"]["parallelism"])
+                    tune_text = f"not run: the {like['size'] // MB} MB cell's " \
+                                f"{like['tune'].split(': ', 1)[1]}"
+                else:
+                    result = tune(identifier, catalog=where.catalog(link), budget=budget)
+                    tuned = {k: str(v) for k, v in result.candidate.items()
+                             if k in ("splitSize", "ioConcurrency", "batchSize")}
+                    threads = int(result.candidate["parallelism"])
+                    tune_text = f"{result.verdict}: " \
+                                f"{label(result.candidate, result.baseline)} " \
+                                f"({result.ratio:.2f}x)"
                 runs = measure(where, link, identifier, tuned, threads, reps)
                 counts = {r for rs in runs.values() for _, r, _ in rs}
                 assert len(counts) == 1, f"contenders read different rows: {runs}"
@@ -322,8 +340,7 @@ def measure_cells(scale: str, only: set[str] | None = None) -> dict[str, dict[st
                     "rows": rows, "bytes": sum(p.stat().st_size for p in files),
                     "seconds": {n: [s for s, _, _ in rs] for n, rs in runs.items()},
                     "cpu": {n: [c for _, _, c in rs] for n, rs in runs.items()},
-                    "tune": f"{result.verdict}: {label(result.candidate, result.baseline)} "
-                            f"({result.ratio:.2f}x)",
+                    "tune": tune_text,
                     "tuned": {**tuned, "parallelism": threads},
                     "load": [load_before, load_avg()],
                     "at": time.strftime("%H:%M", time.gmtime()),

@@ -106,7 +106,8 @@ class LoggingProxy(LatencyProxy):
 
 def _proxy_child(port: int, delay_s: float) -> None:
     """The proxy process: print the port; on each stdin line print the log and clear it."""
-    with LoggingProxy(("127.0.0.1", port), delay_s) as proxy:
+    proxy = LoggingProxy(("127.0.0.1", port), delay_s)
+    with proxy:
         print(proxy.port, flush=True)
         for _ in sys.stdin:
             with proxy._log_lock:
