@@ -24,6 +24,7 @@ from icefloe.local.engine import SplitBatch, read_splits
 from icefloe.options import SourceOptions
 from icefloe.reader.context import ReadContext
 from icefloe.reader.prefetch import AUTO_IO_CONCURRENCY
+from icefloe.reader.ranged import MIN_SPLIT_BYTES
 from icefloe.reader.split_reader import SplitReader
 from icefloe.splits.split import FileSplit
 from tests.helpers.latency_proxy import LatencyProxy
@@ -241,6 +242,20 @@ def test_local_files_are_never_prefetched(tmp_path: Any) -> None:
                                          options={"ioConcurrency": "16"}))
     assert sum(i.batch.num_rows for i in items) == 8 * ROWS
     assert sum(r.prefetch.stats.files for r in readers) == 0
+
+
+def test_large_local_files_are_not_read_in_ranges(tmp_path: Any) -> None:
+    import numpy as np
+
+    catalog = make_catalog(tmp_path)
+    catalog.create_namespace_if_not_exists("io")
+    data = pa.table({"v": np.random.default_rng(5).standard_normal(LARGE_ROWS)})
+    table = catalog.create_table("io.local_large", schema=data.schema)
+    table.append(data)
+    assert table.scan().plan_files()[0].file.file_size_in_bytes >= MIN_SPLIT_BYTES
+    items, readers = _read(IcebergSource("io.local_large", catalog=catalog))
+    assert sum(i.batch.num_rows for i in items) == LARGE_ROWS
+    assert sum(r.prefetch.stats.ranged_requests for r in readers) == 0
 
 
 @pytest.mark.parametrize("value,expected", [("auto", None), ("AUTO", None), ("0", 0),

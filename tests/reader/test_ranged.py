@@ -82,7 +82,7 @@ def test_a_read_past_the_ahead_limit_fetches_what_it_needs(parquet: Path) -> Non
 
 
 def test_reads_outside_the_ranges_go_to_the_file(parquet: Path) -> None:
-    pf, stream = _open(parquet)
+    _, stream = _open(parquet)
     ranged = RangedFile(stream, [(4, 10)], concurrency=2)
     assert ranged.read_at(4, 0).to_pybytes() == b"PAR1"  # not fetched: read directly
     assert ranged.fallback_reads == 1
