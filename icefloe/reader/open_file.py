@@ -5,7 +5,8 @@ The pipeline (:mod:`icefloe.reader.file_reader` composes it for one split):
 1. **open the file** (this module): a split's data file -> an open file, from a stream
    opened now (:class:`~icefloe.reader.files.FileOpener`) or fetched ahead by a
    :class:`~icefloe.reader.prefetch.PrefetchWindow` (small files of a run on an object
-   store);
+   store); a large split on an object store reads its column chunks from ranges fetched
+   ahead (:mod:`icefloe.reader.ranged`);
 2. plan its columns against the read schema (:mod:`icefloe.reader.plan`);
 3. read the split's range: row groups, stripes or blocks (:mod:`icefloe.reader.ranges`);
 4. apply deletes (:mod:`icefloe.reader.deletes`) and the residual filter
