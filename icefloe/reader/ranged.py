@@ -87,8 +87,9 @@ def _fetch(stream: Any, nbytes: int, offset: int) -> pa.Buffer:
 
 class RangedFile:
     """A read-only file over ``stream`` (an Arrow random-access file of an object) whose
-    ``pieces`` are fetched ahead on the I/O pool. Parquet's threads may read it at once
-    (a lock serializes the bookkeeping, never a wait for a fetch).
+    ``pieces`` are fetched ahead on the I/O pool. Parquet's decode threads read it
+    through ``pyarrow.PythonFile``, one read at a time; a read waits only for the pieces
+    it needs (its own lock guards the bookkeeping, never a wait for a fetch).
 
     Args:
         stream: the object's file (its ``read_at`` runs on the I/O threads).
