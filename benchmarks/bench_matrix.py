@@ -2,8 +2,9 @@
 
 Each cell is a table of files of one size (quick: 1 MB and 32 MB; full: 1 MB, 32 MB,
 256 MB and 1 GB) with one number of row groups per file (quick: 1 and 4; full: 1, 4 and
-16), read over one link: the local disk, or S3 on SeaweedFS behind the loopback latency
-proxy (a child process) at 10 ms and 30 ms each way. A cell holds :data:`CELL_BYTES` of
+16; 1 GB: 1 and 16, :data:`BIGGEST_ROW_GROUPS`), read over one link: the local disk, or
+S3 on SeaweedFS behind the loopback latency proxy (a child process) at 10 ms and 30 ms
+each way. A cell holds :data:`CELL_BYTES` of
 Parquet (64 MB: 64 files of 1 MB, 2 of 32 MB), or one file where a file is larger (256 MB,
 1 GB). The Parquet files are generated once and cached under ``benchmarks/data/matrix-*``
 (the local-disk tables add the cached files; the S3 tables a copy uploaded per run).
@@ -15,7 +16,8 @@ its thread pools and connections, as a user's would), every batch iterated:
 
 - icefloe at its defaults: ``IcebergSource(...).read()``, planning included;
 - icefloe with the setting ``icefloe tune --budget`` finds for that cell (its candidate
-  when it recommends nothing), planning included;
+  when it recommends nothing; cells of files over :data:`TUNE_MAX_BYTES` take the
+  setting of the 32 MB cell of the same row groups and link), planning included;
 - PyArrow's dataset reader: ``ds.dataset(paths, filesystem=...).to_batches()`` over the
   same files (the paths listed before the clock starts);
 - PyIceberg: ``load_table(...).scan().to_arrow_batch_reader()``, table load included.
@@ -56,11 +58,13 @@ DELAYS = {"s3 10 ms": 0.010, "s3 30 ms": 0.030}
 CONTENDERS = ("icefloe (defaults)", "icefloe (tuned)", "pyarrow dataset", "pyiceberg")
 TARGETS = {"pyarrow dataset": 1.0, "pyiceberg": 1.5, "icefloe (tuned)": 0.9}
 """Least ratio (the contender's median time / icefloe's at its defaults) of every cell."""
-TUNE_MAX_BYTES = 256 * MB
-"""Cells of larger files are not tuned: one read of a 1 GB file takes 5-15 s here, and a
-tuning run ~25 reads (calibration, a sweep of 3 settings x 3 runs, a confirmation of 7 x
-2), minutes per cell. Their tuned contender reads with the setting found for the largest
-tuned file size of the same row groups and link."""
+TUNE_MAX_BYTES = 32 * MB
+"""Cells of larger files are not tuned: one read of a 256 MB file takes 2-4 s on the loaded
+machine, of a 1 GB file 5-15 s, and a tuning run ~25 reads (calibration, a sweep of 3
+settings x 3 runs, a confirmation of 7 x 2): minutes per cell. Their tuned contender reads
+with the setting found for the largest tuned file size of the same row groups and link."""
+BIGGEST_ROW_GROUPS = (1, 16)
+"""Row groups per file of the 1 GB cells at full scale (a cell there takes 2-3 minutes)."""
 CACHE = "matrix-v1"
 FIGURE = ROOT / "matrix.png"
 
@@ -285,7 +289,8 @@ def measure(where: Links, link: str, identifier: str, tuned: dict[str, str], thr
 def cells(scale: str) -> list[tuple[int, int, str]]:
     sizes = pick(scale, [1 * MB, 32 * MB], [1 * MB, 32 * MB, 256 * MB, 1_000 * MB])
     groups = pick(scale, [1, 4], [1, 4, 16])
-    return [(s, g, link) for s, g in itertools.product(sizes, groups) for link in LINKS]
+    return [(s, g, link) for s, g in itertools.product(sizes, groups) for link in LINKS
+            if s < 1_000 * MB or g in BIGGEST_ROW_GROUPS]
 
 
 def _key(size: int, row_groups: int, link: str) -> str:
@@ -300,7 +305,7 @@ def measure_cells(scale: str, only: set[str] | None = None) -> dict[str, dict[st
     """Measure the cells of ``scale`` (``only``: their keys, ``1:4:s3-10-ms``); merges
     them into the scale's results file and returns every recorded cell."""
     reps = pick(scale, 3, 3)
-    budget = pick(scale, "10s", "15s")
+    budget = pick(scale, "10s", "10s")
     path = DATA_DIR / f"matrix-results-{scale}.json"
     recorded: dict[str, dict[str, Any]] = json.loads(path.read_text()) if path.exists() else {}
     todo = [c for c in cells(scale) if only is None or _key(*c) in only]
