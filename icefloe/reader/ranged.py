@@ -20,8 +20,8 @@ only decide what is fetched ahead.
 
 from __future__ import annotations
 
+import bisect
 import threading
-from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from typing import Any
@@ -80,6 +80,22 @@ def pieces(ranges: Sequence[tuple[int, int]], gap: int = COALESCE_GAP,
     return [(s, min(piece, end - s)) for start, end in merged for s in range(start, end, piece)]
 
 
+def _overlaps(pieces: Sequence[tuple[int, int]], reads: Sequence[tuple[int, int]] | None
+              ) -> dict[int, int]:
+    """For each piece (by offset), how many of ``reads`` overlap it (1 without reads)."""
+    count = {start: 0 if reads is not None else 1 for start, _ in pieces}
+    if reads is None:
+        return count
+    starts = [start for start, _ in pieces]
+    for offset, length in reads:
+        i = max(0, bisect.bisect_right(starts, offset) - 1)
+        while i < len(pieces) and pieces[i][0] < offset + length:
+            if pieces[i][0] + pieces[i][1] > offset:
+                count[pieces[i][0]] += 1
+            i += 1
+    return {start: max(1, n) for start, n in count.items()}
+
+
 def _fetch(stream: Any, nbytes: int, offset: int) -> pa.Buffer:
     """``nbytes`` of ``stream`` from ``offset`` (an I/O thread's or a fallback read)."""
     return pa.py_buffer(stream.read_at(nbytes, offset))  # no copy of the bytes
@@ -96,74 +112,88 @@ class RangedFile:
         pieces: ``(offset, length)`` to fetch, in the order they will be read.
         concurrency: most requests in flight (at least 1).
         ahead_bytes: most bytes fetched or in flight and not yet read (one piece always).
+        reads: the ``(offset, length)`` reads expected (the column chunks): a piece is
+            dropped once every one of them overlapping it was read (default: each piece
+            is read once). Parquet's decode threads read column chunks in any order, so
+            a piece shared by two chunks waits for both.
     """
 
     def __init__(self, stream: Any, pieces: Sequence[tuple[int, int]], concurrency: int,
-                 ahead_bytes: int = AHEAD_BYTES) -> None:
+                 ahead_bytes: int = AHEAD_BYTES,
+                 reads: Sequence[tuple[int, int]] | None = None) -> None:
         self.stream = stream
         self.size = stream.size()
         self.concurrency = max(1, concurrency)
         self.ahead_bytes = ahead_bytes
-        self._todo = deque(pieces)
+        self._pieces = sorted(pieces)
+        self._starts = [start for start, _ in self._pieces]
+        self._submitted = [False] * len(self._pieces)
+        self._next = 0  # the first piece :meth:`_fill` has not looked at
+        self._readers = _overlaps(self._pieces, reads)  # piece offset -> reads left
         self._ahead: dict[int, tuple[int, Future[pa.Buffer]]] = {}  # offset -> (length, f)
-        self._order: list[int] = []  # offsets of ``_ahead``, ascending
         self._held = 0
         self._pos = 0
         self._lock = threading.Lock()
         self.requests = 0
         """Ranged requests submitted (for tests and profiles)."""
         self.fallback_reads = 0
-        """Reads served by ``stream`` directly (not wholly inside a fetched piece)."""
+        """Reads served by ``stream`` directly (not wholly inside fetched pieces)."""
         self._fill()
 
     # -- fetching ------------------------------------------------------------------------
 
     def _fill(self) -> None:
+        """Submit the next pieces in file order, up to the requests in flight and the bytes
+        ahead allowed."""
         with self._lock:
-            while self._todo and sum(not f.done() for _, f in self._ahead.values()) \
-                    < self.concurrency:
-                offset, length = self._todo[0]
+            while self._next < len(self._pieces) \
+                    and sum(not f.done() for _, f in self._ahead.values()) < self.concurrency:
+                if self._submitted[self._next]:  # a read needed it earlier
+                    self._next += 1
+                    continue
+                length = self._pieces[self._next][1]
                 if self._ahead and self._held + length > self.ahead_bytes:
                     return
-                self._todo.popleft()
-                self._submit(offset, length)
+                self._submit(self._next)
+                self._next += 1
 
     def _take(self, offset: int, nbytes: int) -> list[tuple[int, int, Future[pa.Buffer]]]:
         """The pieces holding ``[offset, offset + nbytes)`` (those not yet submitted are
-        submitted now, past the bytes limit: the read needs them), removed from the
-        ones held; [] when the pieces do not cover it all."""
+        submitted now, past the limits: the read needs them), each dropped once every
+        read overlapping it took it; [] when the pieces do not cover it all (a read
+        outside them, or of a piece already dropped)."""
         with self._lock:
             found = []
             pos, end = offset, offset + nbytes
-            for start in self._order:
-                length, future = self._ahead[start]
-                if start <= pos < start + length:
-                    found.append((start, length, future))
-                    pos = start + length
-                    if pos >= end:
-                        break
-            while pos < end and self._todo and self._todo[0][0] <= pos \
-                    < self._todo[0][0] + self._todo[0][1]:
-                start, length = self._todo.popleft()
-                future = self._submit(start, length)
+            while pos < end:
+                i = bisect.bisect_right(self._starts, pos) - 1
+                if i < 0:
+                    return []
+                start, length = self._pieces[i]
+                if pos >= start + length:
+                    return []
+                if start in self._ahead:
+                    future = self._ahead[start][1]
+                elif not self._submitted[i]:
+                    future = self._submit(i)
+                else:  # fetched and dropped
+                    return []
                 found.append((start, length, future))
                 pos = start + length
-            if pos < end:
-                return []
             for start, length, _ in found:
-                # a piece is read once (a column chunk once); a piece holding more than
-                # this read stays until the read of its last byte
-                if start + length <= end:
+                left = self._readers.get(start, 1) - 1
+                self._readers[start] = left
+                if left <= 0:  # every read of it done
                     del self._ahead[start]
-                    self._order.remove(start)
                     self._held -= length
             return found
 
-    def _submit(self, offset: int, length: int) -> Future[pa.Buffer]:
-        """Fetch a piece on the I/O pool (the caller holds the lock)."""
+    def _submit(self, index: int) -> Future[pa.Buffer]:
+        """Fetch piece ``index`` on the I/O pool (the caller holds the lock)."""
+        offset, length = self._pieces[index]
         future = io_pool().submit(_fetch, self.stream, length, offset)
+        self._submitted[index] = True
         self._ahead[offset] = (length, future)
-        self._order.append(offset)
         self._held += length
         self.requests += 1
         return future
@@ -190,8 +220,7 @@ class RangedFile:
             for _, future in self._ahead.values():
                 future.cancel()
             self._ahead.clear()
-            self._order.clear()
-            self._todo.clear()
+            self._submitted = [True] * len(self._pieces)
             self._held = 0
 
     # -- the file object Parquet reads (pyarrow.PythonFile) -------------------------------
@@ -227,8 +256,8 @@ def ranged_reader(pf: ParquetReader, stream: Any, row_groups: Sequence[int],
                   ) -> tuple[ParquetReader, RangedFile]:
     """A Parquet reader of ``pf``'s file (its footer already parsed: no request) reading
     ``row_groups``' ``columns`` from a :class:`RangedFile` over ``stream``. Close both."""
-    ranged = RangedFile(stream, pieces(chunk_ranges(pf.metadata, row_groups, columns)),
-                        concurrency)
+    chunks = chunk_ranges(pf.metadata, row_groups, columns)
+    ranged = RangedFile(stream, pieces(chunks), concurrency, reads=chunks)
     reader = ParquetReader()
     try:
         reader.open(pa.PythonFile(ranged, mode="r"), metadata=pf.metadata, pre_buffer=False,

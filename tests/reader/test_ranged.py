@@ -52,9 +52,11 @@ def test_reads_what_pyarrow_reads_from_fetched_ranges_only(
     names = None if columns is None else [pf.metadata.schema.column(c).name for c in columns]
     expected = pq.ParquetFile(parquet).read_row_groups(row_groups, columns=names)
     wanted = chunk_ranges(pf.metadata, row_groups, columns)
-    # tiny pieces, a gap of 0: many requests, each column chunk read across several
+    # tiny pieces, a gap of 0: many requests, each column chunk read across several,
+    # pieces shared by two chunks, the chunks read by Arrow's threads in any order
     reader, ranged = _ranged(pf, stream, row_groups, columns, piece=1000)
-    got = pa.Table.from_batches(list(reader.iter_batches(7_000, row_groups, columns)))
+    got = pa.Table.from_batches(list(reader.iter_batches(7_000, row_groups, columns,
+                                                         use_threads=True)))
     assert got.equals(expected)
     assert ranged.fallback_reads == 0  # every column chunk came from fetched pieces
     assert ranged.requests == len(pieces(wanted, gap=0, piece=1000)) > len(wanted)
@@ -66,8 +68,9 @@ def test_reads_what_pyarrow_reads_from_fetched_ranges_only(
 
 def _ranged(pf: ParquetReader, stream: Any, row_groups: list[int], columns: list[int] | None,
             piece: int, ahead: int = 1 << 30) -> tuple[ParquetReader, RangedFile]:
-    ranged = RangedFile(stream, pieces(chunk_ranges(pf.metadata, row_groups, columns), gap=0,
-                                       piece=piece), concurrency=4, ahead_bytes=ahead)
+    chunks = chunk_ranges(pf.metadata, row_groups, columns)
+    ranged = RangedFile(stream, pieces(chunks, gap=0, piece=piece), concurrency=4,
+                        ahead_bytes=ahead, reads=chunks)
     reader = ParquetReader()
     reader.open(pa.PythonFile(ranged, mode="r"), metadata=pf.metadata, pre_buffer=False)
     return reader, ranged
