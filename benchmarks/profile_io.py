@@ -134,6 +134,7 @@ def summarize(log: list[list[Any]]) -> dict[str, Any]:
 
 
 READERS = ("icefloe", "pyarrow", "pyiceberg")
+"""The readers; also ``icefloe-plan`` (icefloe's planning alone) and ``icefloe-before``."""
 
 
 def _reader_child(reader: str, props: str, identifier: str, options: str) -> None:
@@ -149,6 +150,9 @@ def _reader_child(reader: str, props: str, identifier: str, options: str) -> Non
     if reader == "icefloe":
         rows = sum(b.num_rows for b in IcebergSource(
             identifier, catalog=catalog, options=json.loads(options)).read())
+    elif reader == "icefloe-plan":  # planning alone: the table's load and its splits
+        rows = sum(s.record_count for s in IcebergSource(
+            identifier, catalog=catalog, options=json.loads(options)).plan())
     elif reader == "pyiceberg":
         rows = sum(b.num_rows for b in catalog.load_table(identifier).scan()
                    .to_arrow_batch_reader())
