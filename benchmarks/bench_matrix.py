@@ -374,7 +374,9 @@ def _row(cell: dict[str, Any]) -> list[str]:
             f"(±{spread['icefloe (defaults)'] * 50:.0f} %)",
             *(f"{r[n]:.2f}x" for n in TARGETS),
             verdict(not missed) + ("" if not missed else f" ({', '.join(missed)})"),
-            cell["tune"], f"{cell['load'][0].split()[0]}-{cell['load'][1].split()[0]}"]
+            cell["tune"], f"{cell['load'][0].split()[0]}-{cell['load'][1].split()[0]}",
+            " / ".join(f"{median(cell['cpu'][n]):.2f}" for n in (
+                "icefloe (defaults)", "pyarrow dataset", "pyiceberg")) if "cpu" in cell else "-"]
 
 
 def draw(recorded: dict[str, dict[str, Any]], path: Path) -> None:
@@ -434,14 +436,16 @@ def report(scale: str, recorded: dict[str, dict[str, Any]], took: float | None) 
             f"each contender in a fresh process per cell, {reps} timed reads each, "
             "interleaved, medians (± half the runs' range over the median); on the shared "
             "2-core machine with other jobs running (load average before-after each cell "
-            "in the last column). Ratios: the peer's median time / "
+            "in the load column). CPU: the reading process's CPU seconds per read, "
+            "medians. Ratios: the peer's median time / "
             "icefloe's at its defaults (above 1: the defaults faster); targets: >= 1.0x "
             "PyArrow's dataset reader, >= 1.5x PyIceberg, >= 0.9x the setting `icefloe tune` "
             f"found for the cell. **{met} of {len(rows)} cells meet every target.**\n\n"
             f"![the matrix](matrix.png)\n\n"
             + md_table(["file size", "row groups", "link", "files x rows", "icefloe defaults",
                         "vs pyarrow", "vs pyiceberg", "defaults / tuned", "verdict",
-                        "icefloe tune", "load"], rows))
+                        "icefloe tune", "load", "CPU s: icefloe / pyarrow / pyiceberg"],
+                       rows))
 
 
 def run(scale: str, only: set[str] | None = None) -> str:
