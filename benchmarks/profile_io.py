@@ -146,7 +146,7 @@ def _reader_child(reader: str, props: str, identifier: str, options: str) -> Non
     from icefloe import IcebergSource
 
     catalog = load_catalog("profile", **json.loads(props))
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     if reader == "icefloe":
         rows = sum(b.num_rows for b in IcebergSource(
             identifier, catalog=catalog, options=json.loads(options)).read())
@@ -164,10 +164,12 @@ def _reader_child(reader: str, props: str, identifier: str, options: str) -> Non
                                scheme="http")
         paths = [t.file.file_path.removeprefix("s3://")
                  for t in catalog.load_table(identifier).scan().plan_files()]
-        start = time.perf_counter()  # planning is not the reader's: as bench_objectstore
+        start, cpu = time.perf_counter(), time.process_time()  # as bench_objectstore:
+        # the listing of the files is not the reader's
         rows = sum(b.num_rows for b in ds.dataset(paths, format="parquet",
                                                   filesystem=s3).to_batches())
-    print(json.dumps({"s": time.perf_counter() - start, "rows": rows}), flush=True)
+    print(json.dumps({"s": time.perf_counter() - start, "rows": rows,
+                      "cpu": time.process_time() - cpu}), flush=True)
 
 
 def main() -> None:
@@ -212,6 +214,7 @@ def main() -> None:
             return summarize(log), log
 
         times: dict[str, list[float]] = {r: [] for r in args.readers.split(",")}
+        cpus: dict[str, list[float]] = {r: [] for r in times}
         last: dict[str, dict[str, Any]] = {}
         for rep in range(args.reps + 1):
             for reader in times:
@@ -228,9 +231,12 @@ def main() -> None:
                                              f"{e[4]}" for e in log), file=sys.stderr)
                 if rep:  # the first round warms the page cache and the server
                     times[reader].append(result["s"])
+                    cpus[reader].append(result["cpu"])
         for reader, ts in times.items():
             ts.sort()
-            print(f"{reader:10s} median {ts[len(ts) // 2]:.3f} s  runs "
+            cs = sorted(cpus[reader])
+            print(f"{reader:10s} median {ts[len(ts) // 2]:.3f} s (CPU {cs[len(cs) // 2]:.3f} s)"
+                  "  runs "
                   f"{', '.join(f'{t:.3f}' for t in ts)}  {last[reader]}")
     finally:
         if proxy.stdin is not None:
