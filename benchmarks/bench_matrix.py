@@ -382,7 +382,8 @@ def _row(cell: dict[str, Any]) -> list[str]:
 def draw(recorded: dict[str, dict[str, Any]], path: Path) -> None:
     """Heat maps (matplotlib, PNG written atomically): one row per target (the ratio of
     the defaults against it), one column per link; cells are file size x row groups,
-    labelled with the ratio, green where the target is met and red where missed."""
+    labelled with the ratio, green where the target is met, red where missed, grey where
+    not measured."""
     from matplotlib.colors import ListedColormap
     from matplotlib.figure import Figure
 
@@ -395,7 +396,7 @@ def draw(recorded: dict[str, dict[str, Any]], path: Path) -> None:
     fig = Figure(figsize=(3.2 * len(LINKS) + 0.6, 2.3 * len(TARGETS) + 0.6),
                  layout="constrained")
     axes = fig.subplots(len(TARGETS), len(LINKS), squeeze=False)
-    cmap = ListedColormap(["#f4a6a6", "#b7e4b0"])
+    cmap = ListedColormap(["#f4a6a6", "#dddddd", "#b7e4b0"])  # missed, not run, met
     for row, (peer, target) in enumerate(TARGETS.items()):
         for col, link in enumerate(LINKS):
             ax = axes[row][col]
@@ -406,7 +407,8 @@ def draw(recorded: dict[str, dict[str, Any]], path: Path) -> None:
                     cell = recorded.get(_key(s, g, link))
                     line.append(float("nan") if cell is None else ratios(cell)[peer])
                 grid.append(line)
-            ax.imshow([[1.0 if v >= target else 0.0 for v in line] for line in grid],
+            ax.imshow([[0.5 if v != v else 1.0 if v >= target else 0.0 for v in line]
+                       for line in grid],
                       cmap=cmap, vmin=0, vmax=1, aspect="auto")
             for r, line in enumerate(grid):
                 for c, v in enumerate(line):
@@ -420,7 +422,8 @@ def draw(recorded: dict[str, dict[str, Any]], path: Path) -> None:
                 ax.set_ylabel(f"{names[peer]}\nrow groups")
             if row == len(TARGETS) - 1:
                 ax.set_xlabel("file size")
-    fig.suptitle("icefloe defaults: ratio per cell (green: target met)")
+    fig.suptitle("icefloe defaults: ratio per cell (green: target met, red: missed, "
+                 "grey: not run)")
     temp = path.with_name(f".{path.name}.tmp")
     fig.savefig(temp, format="png", dpi=100)
     temp.replace(path)
