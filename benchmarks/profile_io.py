@@ -19,8 +19,6 @@ until the last byte of the answer forwarded before the connection's next request
 from __future__ import annotations
 
 import argparse
-import collections
-import contextlib
 import json
 import re
 import socket
@@ -30,7 +28,7 @@ import threading
 import time
 from typing import Any
 
-from tests.helpers.latency_proxy import _CHUNK, LatencyProxy
+from tests.helpers.latency_proxy import LatencyProxy
 
 _REQUEST = re.compile(rb"^(GET|HEAD|PUT|POST) (\S+)")
 _RANGE = re.compile(rb"[Rr]ange: bytes=(\d+)-(\d+)")
@@ -48,60 +46,30 @@ class LoggingProxy(LatencyProxy):
         self._log_lock = threading.Lock()
         self.t0 = time.monotonic()
 
-    def _pipe(self, src: socket.socket, dst: socket.socket) -> None:
+    def _pipe(self, src: socket.socket, dst: socket.socket,
+              on_read: Any = None, on_sent: Any = None) -> None:
         with self._log_lock:
             self._pipes += 1
             upward = self._pipes % 2 == 1  # _accept pipes client -> upstream first
             conn = (self._pipes + 1) // 2
-        queue: collections.deque[tuple[float, bytes]] = collections.deque()
-        ready = threading.Condition()
 
-        def read() -> None:
-            while True:
-                try:
-                    data = src.recv(_CHUNK)
-                except OSError:
-                    data = b""
+        def read(data: bytes) -> None:  # a request's first chunk starts its entry
+            m = _REQUEST.match(data) if upward and data else None
+            if m:
                 now = time.monotonic() - self.t0
-                if upward and data:
-                    m = _REQUEST.match(data)
-                    if m:
-                        r = _RANGE.search(data)
-                        size = int(r.group(2)) - int(r.group(1)) + 1 if r else -1
-                        entry = [now, now, conn, m.group(1).decode(), size]
-                        with self._log_lock:
-                            self.log.append(entry)
-                            self._last[conn] = entry
-                with ready:
-                    queue.append((time.monotonic() + self.delay_s, data))
-                    ready.notify()
-                if not data:
-                    return
+                r = _RANGE.search(data)
+                size = int(r.group(2)) - int(r.group(1)) + 1 if r else -1
+                entry = [now, now, conn, m.group(1).decode(), size]
+                with self._log_lock:
+                    self.log.append(entry)
+                    self._last[conn] = entry
 
-        def send() -> None:
-            while True:
-                with ready:
-                    while not queue:
-                        ready.wait()
-                    due, data = queue.popleft()
-                wait = due - time.monotonic()
-                if wait > 0:
-                    time.sleep(wait)
-                if not data:
-                    with contextlib.suppress(OSError):
-                        dst.shutdown(socket.SHUT_WR)
-                    return
-                try:
-                    dst.sendall(data)
-                except OSError:
-                    return
-                if not upward:
-                    entry = self._last.get(conn)
-                    if entry is not None:
-                        entry[1] = time.monotonic() - self.t0
+        def sent(data: bytes) -> None:  # the answer's chunks move its end
+            entry = self._last.get(conn)
+            if not upward and data and entry is not None:
+                entry[1] = time.monotonic() - self.t0
 
-        for target in (read, send):
-            threading.Thread(target=target, daemon=True, name="latency-proxy-pipe").start()
+        super()._pipe(src, dst, read, sent)
 
 
 def _proxy_child(port: int, delay_s: float) -> None:
@@ -203,7 +171,7 @@ def main() -> None:
         endpoint = f"http://127.0.0.1:{int(proxy.stdout.readline())}"
         store = Store(seaweed, endpoint)
         rows_per_group = max(1, -(-args.rows // args.row_groups))
-        _write(store, "profile.t", args.files, args.rows, rows_per_group)
+        store.write_table("profile.t", args.files, args.rows, rows_per_group)
         props = json.dumps(seaweed.rest_properties(endpoint=endpoint))
 
         def stats() -> tuple[dict[str, Any], list[list[Any]]]:
@@ -244,26 +212,6 @@ def main() -> None:
         proxy.wait(timeout=10)
         seaweed.stop()
         shutil.rmtree(root, ignore_errors=True)
-
-
-def _write(store: Any, identifier: str, files: int, rows: int, rows_per_group: int) -> None:
-    import pyarrow.parquet as pq
-
-    from benchmarks.common import event_rows
-
-    catalog = store.catalog("direct")
-    catalog.create_namespace_if_not_exists(identifier.split(".")[0])
-    table = catalog.create_table(identifier, schema=event_rows(1).schema,
-                                 properties={"format-version": "2"})
-    s3 = store.s3("direct")
-    where = table.metadata.location.removeprefix("s3://")
-    paths = []
-    for i in range(files):
-        path = f"{where}/data/part-{i:05d}.parquet"
-        pq.write_table(event_rows(rows, start=i * rows), path, filesystem=s3,
-                       row_group_size=rows_per_group)
-        paths.append(f"s3://{path}")
-    table.add_files(paths)
 
 
 if __name__ == "__main__":
