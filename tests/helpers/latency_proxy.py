@@ -79,7 +79,7 @@ class LatencyProxy:
               on_read: Any = None, on_sent: Any = None) -> None:
         """Two threads per direction: one reads and stamps chunks, one sends them when due.
         ``on_read(data)`` / ``on_sent(data)`` (optional; a subclass's hooks) are called
-        with each chunk read and sent (``b""``: the end)."""
+        with each chunk read (``b""`` at the end) and each chunk sent."""
         queue: collections.deque[tuple[float, bytes]] = collections.deque()
         ready = threading.Condition()
 
