@@ -2,178 +2,481 @@
 
 Each cell is a table of files of one size (quick: 1 MB and 32 MB; full: 1 MB, 32 MB,
 256 MB and 1 GB) with one number of row groups per file (quick: 1 and 4; full: 1, 4 and
-16), read over one link (quick and full: the local disk, and S3 on SeaweedFS behind the
-loopback latency proxy at 10 ms and 30 ms each way). Contenders, interleaved round-robin,
-medians of ``reps`` runs, every batch iterated: icefloe at its defaults
-(``IcebergSource(...).read()``), icefloe with the options ``icefloe tune`` recommends for
-that cell (its candidate when it recommends nothing; a small budget per cell), PyArrow's
-dataset reader over the same files and PyIceberg's ``to_arrow_batch_reader()``.
+16; 1 GB: 1 and 16, :data:`BIGGEST_ROW_GROUPS`), read over one link: the local disk, or
+S3 on SeaweedFS behind the loopback latency proxy (a child process) at 10 ms and 30 ms
+each way. A cell holds :data:`CELL_BYTES` of
+Parquet (64 MB: 64 files of 1 MB, 2 of 32 MB), or one file where a file is larger (256 MB,
+1 GB). The Parquet files are generated once and cached under ``benchmarks/data/matrix-*``
+(the local-disk tables add the cached files; the S3 tables a copy uploaded per run).
 
-The targets of every cell (defaults >= 1.0x PyArrow, >= 1.5x PyIceberg, >= 0.9x of the
-tuned setting) are shown as ratios only: no verdict is recorded until the defaults are
-tuned, after the reader restructure (issue 29).
+Contenders, each in a fresh process per cell (started before the cell's runs, its
+imports and catalog load untimed), run round-robin with the first one rotated each
+round, ``reps`` timed reads each (no warm-up read: the first read of a process pays for
+its thread pools and connections, as a user's would), every batch iterated:
 
-    uv run python -m benchmarks.bench_matrix quick     # or: --quick
+- icefloe at its defaults: ``IcebergSource(...).read()``, planning included;
+- icefloe with the setting ``icefloe tune --budget`` finds for that cell (its candidate
+  when it recommends nothing; cells of files over :data:`TUNE_MAX_BYTES` take the
+  setting of the 32 MB cell of the same row groups and link), planning included;
+- PyArrow's dataset reader: ``ds.dataset(paths, filesystem=...).to_batches()`` over the
+  same files (the paths listed before the clock starts);
+- PyIceberg: ``load_table(...).scan().to_arrow_batch_reader()``, table load included.
+
+Targets of every cell: defaults >= 1.0x PyArrow's dataset reader, >= 1.5x PyIceberg,
+>= 0.9x the tuned setting. The figures of a run are kept in
+``benchmarks/data/matrix-results-<scale>.json`` and drawn into ``benchmarks/matrix.png``
+(matplotlib).
+
+    uv run python -m benchmarks.bench_matrix quick     # or full; --cells 32:4:s3-10ms,...
 """
 
 from __future__ import annotations
 
+import argparse
 import itertools
+import json
+import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-import pyarrow.dataset as ds
-import pyarrow.parquet as pq
-
-from benchmarks.bench_objectstore import Store, latency_proxy
-from benchmarks.common import event_rows, fmt_s, interleaved, md_table, median, pick
-from icefloe import IcebergSource, tune
+from benchmarks.common import DATA_DIR, ROOT, event_rows, fmt_s, md_table, median, pick, verdict
 
 MB = 1_000_000
-BYTES_PER_ROW = 22
-"""Parquet bytes per event row (``event_rows``, measured: 11.07 MB per 500,000 rows)."""
-CELL_BYTES = {"quick": 64 * MB, "full": 2_000 * MB}
-"""Most bytes of one cell's table (at least one file)."""
+BYTES_PER_ROW = 25
+"""Parquet bytes per event row (``event_rows``: 25.7 MB per 1M rows in one row group)."""
+CELL_BYTES = 64 * MB
+"""Bytes of one cell's table, or one file where a file is larger."""
 LINKS = ("local disk", "s3 10 ms", "s3 30 ms")
 DELAYS = {"s3 10 ms": 0.010, "s3 30 ms": 0.030}
+CONTENDERS = ("icefloe (defaults)", "icefloe (tuned)", "pyarrow dataset", "pyiceberg")
+TARGETS = {"pyarrow dataset": 1.0, "pyiceberg": 1.5, "icefloe (tuned)": 0.9}
+"""Least ratio (the contender's median time / icefloe's at its defaults) of every cell."""
+TUNE_MAX_BYTES = 32 * MB
+"""Cells of larger files are not tuned: one read of a 256 MB file takes 2-4 s on the loaded
+machine, of a 1 GB file 5-15 s, and a tuning run ~25 reads (calibration, a sweep of 3
+settings x 3 runs, a confirmation of 7 x 2): minutes per cell. Their tuned contender reads
+with the setting found for the largest tuned file size of the same row groups and link."""
+BIGGEST_ROW_GROUPS = (1, 16)
+"""Row groups per file of the 1 GB cells at full scale (a cell there takes 2-3 minutes)."""
+CACHE = "matrix-v1"
+FIGURE = ROOT / "matrix.png"
+
+
+# --------------------------------------------------------------------------- the tables
+
+
+def cell_files(size: int, row_groups: int) -> tuple[int, int]:
+    """``(files, rows per file)`` of a cell's table."""
+    rows = max(row_groups, size // BYTES_PER_ROW)
+    return max(1, CELL_BYTES // size), rows
+
+
+def cached_files(size: int, row_groups: int) -> list[Path]:
+    """The cell's Parquet files, generated once under ``benchmarks/data/matrix-v1``."""
+    files, rows = cell_files(size, row_groups)
+    root = DATA_DIR / CACHE / f"{size // MB}mb-{row_groups}rg"
+    paths = [root / f"part-{i:05d}.parquet" for i in range(files)]
+    if (root / ".complete").exists():
+        return paths
+    import pyarrow.parquet as pq
+
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    started = time.perf_counter()
+    per_group = -(-rows // row_groups)
+    for i, path in enumerate(paths):
+        schema = event_rows(1).schema
+        with pq.ParquetWriter(path, schema) as writer:  # one row group per write
+            for first in range(0, rows, per_group):
+                n = min(per_group, rows - first)
+                writer.write_table(event_rows(n, start=i * rows + first), row_group_size=n)
+    (root / ".complete").write_text(f"built in {time.perf_counter() - started:.1f} s\n")
+    print(f"[bench] matrix: built {root.name} ({files} x {rows:,} rows) in "
+          f"{time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+    return paths
 
 
 class Links:
-    """Where the cells' tables live: the local disk (an embedded SQLite catalog) and
-    SeaweedFS's S3 + REST catalog behind one latency proxy per delay."""
+    """Where the cells' tables live: the local disk (a SQLite catalog over the cached
+    files) and SeaweedFS's S3 + REST catalog, reached directly or through one latency
+    proxy per delay."""
 
-    def __init__(self, root: Path, store: Store) -> None:
+    def __init__(self, root: Path, seaweed: Any, endpoints: dict[str, str]) -> None:
         self.root = root
-        self.store = store
+        self.seaweed = seaweed
+        self.endpoints = endpoints
+
+    def catalog_properties(self, link: str) -> dict[str, str]:
+        if link == "local disk":
+            return {"type": "sql", "uri": f"sqlite:///{self.root}/catalog.db",
+                    "warehouse": (self.root / "warehouse").as_uri()}
+        return dict(self.seaweed.rest_properties(endpoint=self.endpoints[link]))
 
     def catalog(self, link: str) -> Any:
-        if link == "local disk":
-            from pyiceberg.catalog.sql import SqlCatalog
+        from pyiceberg.catalog import load_catalog
 
-            return SqlCatalog("matrix", uri=f"sqlite:///{self.root}/catalog.db",
-                              warehouse=(self.root / "warehouse").as_uri())
-        return self.store.catalog(link)
+        return load_catalog("matrix", **self.catalog_properties(link))  # as the children
 
-    def filesystem(self, link: str) -> Any:
-        return None if link == "local disk" else self.store.s3(link)
+    def s3(self, link: str = "direct") -> Any:
+        from pyarrow import fs as pafs
 
-    def write(self, identifier: str, files: int, rows: int, row_groups: int) -> None:
-        """The cell's table, once per storage (the proxied links share S3's)."""
+        from icefloe.seaweed import ACCESS_KEY, REGION, SECRET_KEY
+
+        return pafs.S3FileSystem(endpoint_override=self.endpoints[link], access_key=ACCESS_KEY,
+                                 secret_key=SECRET_KEY, region=REGION, scheme="http")
+
+    def add(self, identifier: str, files: list[Path]) -> None:
+        """The cell's table on both storages: the cached files themselves (local disk), a
+        copy in S3 (the proxied links read the same S3 table)."""
+        from pyarrow import fs as pafs
+
+        from benchmarks.common import event_rows as rows_of
+
+        schema = rows_of(1).schema
         for link in ("local disk", "direct"):
             catalog = self.catalog(link)
             catalog.create_namespace_if_not_exists("matrix")
-            table = catalog.create_table(identifier, schema=event_rows(1).schema,
+            table = catalog.create_table(identifier, schema=schema,
                                          properties={"format-version": "2"})
-            location = table.metadata.location
-            fs = self.filesystem(link)
-            paths = []
-            for i in range(files):
-                path = f"{location.split('://', 1)[1]}/data/part-{i:05d}.parquet"
-                if fs is None:
-                    Path(path).parent.mkdir(parents=True, exist_ok=True)
-                pq.write_table(event_rows(rows, start=i * rows), path, filesystem=fs,
-                               row_group_size=max(1, -(-rows // row_groups)))
-                paths.append(f"{location.split('://', 1)[0]}://{path}")
-            table.add_files(paths)
+            if link == "local disk":
+                table.add_files([p.as_uri() for p in files])
+                continue
+            where = table.metadata.location.removeprefix("s3://")
+            s3 = self.s3()
+            for p in files:
+                pafs.copy_files(str(p), f"{where}/data/{p.name}",
+                                source_filesystem=pafs.LocalFileSystem(),
+                                destination_filesystem=s3)
+            table.add_files([f"s3://{where}/data/{p.name}" for p in files])
 
 
 @contextmanager
 def links() -> Iterator[Links]:
-    """A temp dir (local catalog + SeaweedFS) and the latency proxies; all stopped."""
-    from tests.helpers.seaweed import SeaweedFS
+    """A temp dir (local catalog, SeaweedFS) and the latency proxies; all stopped."""
+    from benchmarks.bench_objectstore import latency_proxy
+    from icefloe.seaweed import SeaweedFS
 
     root = Path(tempfile.mkdtemp(prefix="icefloe-bench-matrix-"))
     (root / "warehouse").mkdir()
     seaweed = SeaweedFS(root / "s3").start()
     try:
         with ExitStack() as stack:
-            store = Store(seaweed, "")
-            store.endpoints = {"direct": seaweed.s3_endpoint, **{
+            endpoints = {"direct": seaweed.s3_endpoint, **{
                 link: stack.enter_context(latency_proxy(seaweed.s3_port, delay))
                 for link, delay in DELAYS.items()}}
-            yield Links(root, store)
+            yield Links(root, seaweed, endpoints)
     finally:
         seaweed.stop()
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _drain(batches: Any) -> int:
-    return sum(b.num_rows for b in batches)
+# --------------------------------------------------------------------------- contenders
 
 
-def contenders(where: Links, link: str, identifier: str, tuned: dict[str, str],
-               threads: int) -> dict[str, Callable[[], int]]:
-    """The four readers of a cell; ``tuned`` and ``threads``: the tune candidate's options
-    and reader threads."""
-    catalog = where.catalog(link)
-    fs = where.filesystem(link)
+class Contender:
+    """One contender's fresh process for one cell: ``python -m benchmarks.bench_matrix
+    --child SPEC``; each :meth:`read` times one read in it."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.bench_matrix", "--child", json.dumps(spec)],
+            cwd=ROOT.parent, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def _line(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"contender process exited with {self.proc.wait()}")
+        return dict(json.loads(line))
+
+    def ready(self) -> None:
+        self._line()
+
+    def read(self) -> tuple[float, int, float]:
+        """``(seconds, rows, CPU seconds of the process)`` of one read."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("read\n")
+        self.proc.stdin.flush()
+        out = self._line()
+        return float(out["s"]), int(out["rows"]), float(out["cpu"])
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _child(spec: dict[str, Any]) -> None:
+    """A contender's process: set up (untimed), print a line, then time one read per line
+    of stdin."""
+    import pyarrow.dataset as ds
+    from pyarrow import fs as pafs
+    from pyiceberg.catalog import load_catalog
+
+    from icefloe import IcebergSource
+
+    kind, identifier = spec["kind"], spec["identifier"]
+    catalog = load_catalog("matrix", **spec["catalog"])
+    fs = None
+    if spec.get("s3"):
+        fs = pafs.S3FileSystem(**spec["s3"], scheme="http")
     paths = [t.file.file_path.split("://", 1)[1]
              for t in catalog.load_table(identifier).scan().plan_files()]
-    return {
-        "icefloe (defaults)": lambda: _drain(IcebergSource(identifier, catalog=catalog).read()),
-        "icefloe (tuned)": lambda: _drain(IcebergSource(identifier, catalog=catalog,
-                                                        options=tuned).read(threads)),
-        "pyarrow dataset": lambda: _drain(ds.dataset(paths, format="parquet",
-                                                     filesystem=fs).to_batches()),
-        "pyiceberg": lambda: _drain(catalog.load_table(identifier).scan()
-                                    .to_arrow_batch_reader()),
+
+    def read() -> int:
+        if kind.startswith("icefloe"):
+            source = IcebergSource(identifier, catalog=catalog, options=spec["options"])
+            return sum(b.num_rows for b in source.read(spec["threads"]))
+        if kind == "pyiceberg":
+            return sum(b.num_rows for b in catalog.load_table(identifier).scan()
+                       .to_arrow_batch_reader())
+        return sum(b.num_rows for b in ds.dataset(paths, format="parquet",
+                                                  filesystem=fs).to_batches())
+
+    print("{}", flush=True)
+    for _ in sys.stdin:
+        start, cpu = time.perf_counter(), time.process_time()
+        rows = read()
+        print(json.dumps({"s": time.perf_counter() - start, "rows": rows,
+                          "cpu": time.process_time() - cpu}), flush=True)
+
+
+def measure(where: Links, link: str, identifier: str, tuned: dict[str, str], threads: int,
+            reps: int) -> dict[str, list[tuple[float, int, float]]]:
+    """``reps`` reads of every contender, round-robin with the first rotated."""
+    from icefloe.seaweed import ACCESS_KEY, REGION, SECRET_KEY
+
+    s3 = None if link == "local disk" else {
+        "endpoint_override": where.endpoints[link], "access_key": ACCESS_KEY,
+        "secret_key": SECRET_KEY, "region": REGION}
+    base: dict[str, Any] = {"identifier": identifier,
+                            "catalog": where.catalog_properties(link), "s3": s3}
+    specs: dict[str, dict[str, Any]] = {
+        "icefloe (defaults)": {"kind": "icefloe", "options": {}, "threads": 2},
+        "icefloe (tuned)": {"kind": "icefloe", "options": tuned, "threads": threads},
+        "pyarrow dataset": {"kind": "pyarrow"},
+        "pyiceberg": {"kind": "pyiceberg"},
     }
+    procs = {name: Contender({**base, **spec}) for name, spec in specs.items()}
+    try:
+        for proc in procs.values():
+            proc.ready()
+        names = list(procs)
+        out: dict[str, list[tuple[float, int, float]]] = {n: [] for n in names}
+        for r in range(reps):
+            for name in names[r % len(names):] + names[:r % len(names)]:
+                out[name].append(procs[name].read())
+        return out
+    finally:
+        for proc in procs.values():
+            proc.close()
 
 
-def run(scale: str) -> str:
+# --------------------------------------------------------------------------- the run
+
+
+def cells(scale: str) -> list[tuple[int, int, str]]:
     sizes = pick(scale, [1 * MB, 32 * MB], [1 * MB, 32 * MB, 256 * MB, 1_000 * MB])
     groups = pick(scale, [1, 4], [1, 4, 16])
-    reps = pick(scale, 3, 5)
-    budget = pick(scale, "20s", "2min")
-    rows_out: list[list[str]] = []
-    started = time.perf_counter()
-    with links() as where:
-        for size, row_groups in itertools.product(sizes, groups):
-            rows = max(row_groups, size // BYTES_PER_ROW)
-            files = max(1, min(64, CELL_BYTES[scale] // size))
-            identifier = f"matrix.t_{size // MB}mb_{row_groups}rg"
-            where.write(identifier, files, rows, row_groups)
-            for link in LINKS:
-                catalog = where.catalog(link)
-                result = tune(identifier, catalog=catalog, budget=budget)
-                tuned = {k: str(v) for k, v in result.candidate.items()
-                         if k in ("splitSize", "ioConcurrency", "batchSize")}
-                threads = int(result.candidate["parallelism"])
-                runs = interleaved(contenders(where, link, identifier, tuned, threads), reps)
-                counts = {n: r[0][1] for n, r in runs.items()}
-                assert len(set(counts.values())) == 1, counts
-                med = {n: median([s for s, _ in r]) for n, r in runs.items()}
-                base = med["icefloe (defaults)"]
-                rows_out.append([
-                    f"{size // MB} MB", str(row_groups), link, f"{files} x {rows:,}",
-                    fmt_s(base), f"{med['pyarrow dataset'] / base:.2f}x",
-                    f"{med['pyiceberg'] / base:.2f}x", f"{med['icefloe (tuned)'] / base:.2f}x",
-                    f"{result.verdict}: {tune_label(result)}"])
-                print(f"[bench] matrix {rows_out[-1]}", file=sys.stderr, flush=True)
-    return (f"{scale} scale, {time.perf_counter() - started:.0f} s; medians of {reps} "
-            "interleaved runs per contender, every batch iterated; on the shared 2-core "
-            "machine with other jobs running (figures move with the load). Ratios: the "
-            "peer's median time / icefloe's at its defaults (above 1: icefloe faster); "
-            "tuned: icefloe's defaults / icefloe with the tune candidate (below 0.9: the "
-            "defaults miss the tuned setting by more than 10 %). **No verdict recorded**: "
-            "the defaults are tuned after the reader restructure (issue 29).\n\n"
-            + md_table(["file size", "row groups", "link", "files x rows", "icefloe defaults",
-                        "vs pyarrow", "vs pyiceberg", "defaults / tuned", "icefloe tune"],
-                       rows_out))
+    return [(s, g, link) for s, g in itertools.product(sizes, groups) for link in LINKS
+            if s < 1_000 * MB or g in BIGGEST_ROW_GROUPS]
 
 
-def tune_label(result: Any) -> str:
+def _key(size: int, row_groups: int, link: str) -> str:
+    return f"{size // MB}:{row_groups}:{link.replace(' ', '-')}"
+
+
+def load_avg() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def measure_cells(scale: str, only: set[str] | None = None) -> dict[str, dict[str, Any]]:
+    """Measure the cells of ``scale`` (``only``: their keys, ``1:4:s3-10-ms``); merges
+    them into the scale's results file and returns every recorded cell."""
+    reps = pick(scale, 3, 3)
+    budget = pick(scale, "10s", "10s")
+    path = DATA_DIR / f"matrix-results-{scale}.json"
+    recorded: dict[str, dict[str, Any]] = json.loads(path.read_text()) if path.exists() else {}
+    todo = [c for c in cells(scale) if only is None or _key(*c) in only]
+    from icefloe import tune
     from icefloe.tuning.grid import label
 
-    return f"{label(result.candidate, result.baseline)} ({result.ratio:.2f}x)"
+    with links() as where:
+        for size, row_groups in dict.fromkeys((s, g) for s, g, _ in todo):
+            files = cached_files(size, row_groups)
+            identifier = f"matrix.t_{size // MB}mb_{row_groups}rg"
+            where.add(identifier, files)
+            for link in [lk for s, g, lk in todo if (s, g) == (size, row_groups)]:
+                load_before = load_avg()
+                started = time.perf_counter()
+                smaller = [c for k, c in recorded.items() if c["row_groups"] == row_groups
+                           and c["link"] == link and c["size"] <= TUNE_MAX_BYTES]
+                if size > TUNE_MAX_BYTES and smaller:  # see TUNE_MAX_BYTES
+                    like = max(smaller, key=lambda c: c["size"])
+                    tuned = {k: v for k, v in like["tuned"].items() if k != "parallelism"}
+                    threads = int(like["tuned"]["parallelism"])
+                    tune_text = f"not run: the {like['size'] // MB} MB cell's " \
+                                f"{like['tune'].split(': ', 1)[1]}"
+                else:
+                    result = tune(identifier, catalog=where.catalog(link), budget=budget)
+                    tuned = {k: str(v) for k, v in result.candidate.items()
+                             if k in ("splitSize", "ioConcurrency", "batchSize")}
+                    threads = int(result.candidate["parallelism"])
+                    tune_text = f"{result.verdict}: " \
+                                f"{label(result.candidate, result.baseline)} " \
+                                f"({result.ratio:.2f}x)"
+                runs = measure(where, link, identifier, tuned, threads, reps)
+                counts = {r for rs in runs.values() for _, r, _ in rs}
+                assert len(counts) == 1, f"contenders read different rows: {runs}"
+                n_files, rows = cell_files(size, row_groups)
+                recorded[_key(size, row_groups, link)] = {
+                    "size": size, "row_groups": row_groups, "link": link, "files": n_files,
+                    "rows": rows, "bytes": sum(p.stat().st_size for p in files),
+                    "seconds": {n: [s for s, _, _ in rs] for n, rs in runs.items()},
+                    "cpu": {n: [c for _, _, c in rs] for n, rs in runs.items()},
+                    "tune": tune_text,
+                    "tuned": {**tuned, "parallelism": threads},
+                    "load": [load_before, load_avg()],
+                    "at": time.strftime("%H:%M", time.gmtime()),
+                    "elapsed_s": round(time.perf_counter() - started, 1)}
+                path.write_text(json.dumps(recorded, indent=1))
+                print(f"[bench] matrix {_key(size, row_groups, link)}: "
+                      f"{_row(recorded[_key(size, row_groups, link)])}", file=sys.stderr,
+                      flush=True)
+    return recorded
+
+
+def ratios(cell: dict[str, Any]) -> dict[str, float]:
+    """Each peer's median time / icefloe's at its defaults (above 1: the defaults faster)."""
+    base = median(cell["seconds"]["icefloe (defaults)"])
+    return {name: median(cell["seconds"][name]) / base for name in TARGETS}
+
+
+def _row(cell: dict[str, Any]) -> list[str]:
+    r = ratios(cell)
+    missed = [f"{n.split()[0] if n != 'icefloe (tuned)' else 'tuned'}"
+              for n, t in TARGETS.items() if r[n] < t]
+    spread = {n: (max(s) - min(s)) / median(s) for n, s in cell["seconds"].items()}
+    return [f"{cell['size'] // MB:,} MB", str(cell["row_groups"]), cell["link"],
+            f"{cell['files']} x {cell['rows']:,}",
+            f"{fmt_s(median(cell['seconds']['icefloe (defaults)']))} "
+            f"(±{spread['icefloe (defaults)'] * 50:.0f} %)",
+            *(f"{r[n]:.2f}x" for n in TARGETS),
+            verdict(not missed) + ("" if not missed else f" ({', '.join(missed)})"),
+            cell["tune"], f"{cell['load'][0].split()[0]}-{cell['load'][1].split()[0]}",
+            " / ".join(f"{median(cell['cpu'][n]):.2f}" for n in (
+                "icefloe (defaults)", "pyarrow dataset", "pyiceberg")) if "cpu" in cell else "-"]
+
+
+def draw(recorded: dict[str, dict[str, Any]], path: Path) -> None:
+    """Heat maps (matplotlib, PNG written atomically): one row per target (the ratio of
+    the defaults against it), one column per link; cells are file size x row groups,
+    labelled with the ratio, green where the target is met, red where missed, grey where
+    not measured."""
+    from matplotlib.colors import ListedColormap
+    from matplotlib.figure import Figure
+
+    cells_ = list(recorded.values())
+    sizes = sorted({c["size"] for c in cells_})
+    groups = sorted({c["row_groups"] for c in cells_})
+    names = {"pyarrow dataset": "vs PyArrow dataset (>= 1.0x)",
+             "pyiceberg": "vs PyIceberg (>= 1.5x)",
+             "icefloe (tuned)": "defaults / tuned (>= 0.9x)"}
+    fig = Figure(figsize=(3.2 * len(LINKS) + 0.6, 2.3 * len(TARGETS) + 0.6),
+                 layout="constrained")
+    axes = fig.subplots(len(TARGETS), len(LINKS), squeeze=False)
+    cmap = ListedColormap(["#f4a6a6", "#dddddd", "#b7e4b0"])  # missed, not run, met
+    for row, (peer, target) in enumerate(TARGETS.items()):
+        for col, link in enumerate(LINKS):
+            ax = axes[row][col]
+            grid: list[list[float]] = []
+            for g in groups:
+                line = []
+                for s in sizes:
+                    cell = recorded.get(_key(s, g, link))
+                    line.append(float("nan") if cell is None else ratios(cell)[peer])
+                grid.append(line)
+            ax.imshow([[0.5 if v != v else 1.0 if v >= target else 0.0 for v in line]
+                       for line in grid],
+                      cmap=cmap, vmin=0, vmax=1, aspect="auto")
+            for r, line in enumerate(grid):
+                for c, v in enumerate(line):
+                    ax.text(c, r, "-" if v != v else f"{v:.2f}x", ha="center", va="center",
+                            fontsize=9)
+            ax.set_xticks(range(len(sizes)), [f"{s // MB} MB" for s in sizes])
+            ax.set_yticks(range(len(groups)), [str(g) for g in groups])
+            if row == 0:
+                ax.set_title(link)
+            if col == 0:
+                ax.set_ylabel(f"{names[peer]}\nrow groups")
+            if row == len(TARGETS) - 1:
+                ax.set_xlabel("file size")
+    fig.suptitle("icefloe defaults: ratio per cell (green: target met, red: missed, "
+                 "grey: not run)")
+    temp = path.with_name(f".{path.name}.tmp")
+    fig.savefig(temp, format="png", dpi=100)
+    temp.replace(path)
+
+
+def report(scale: str, recorded: dict[str, dict[str, Any]], took: float | None) -> str:
+    order = {_key(*c): i for i, c in enumerate(cells(scale))}
+    rows = [_row(c) for k, c in sorted(recorded.items(), key=lambda kv: order.get(kv[0], 0))]
+    met = sum(r[8].startswith("**met") for r in rows)
+    reps = len(next(iter(recorded.values()))["seconds"]["pyiceberg"])
+    return (f"{scale} scale{'' if took is None else f', {took:.0f} s'}; a cell holds "
+            f"{CELL_BYTES // MB} MB of Parquet (one file where a file is larger); "
+            f"each contender in a fresh process per cell, {reps} timed reads each, "
+            "interleaved, medians (± half the runs' range over the median); on the shared "
+            "2-core machine with other jobs running (load average before-after each cell "
+            "in the load column). CPU: the reading process's CPU seconds per read, "
+            "medians. Ratios: the peer's median time / "
+            "icefloe's at its defaults (above 1: the defaults faster); targets: >= 1.0x "
+            "PyArrow's dataset reader, >= 1.5x PyIceberg, >= 0.9x the setting `icefloe tune` "
+            f"found for the cell. **{met} of {len(rows)} cells meet every target.**\n\n"
+            f"![the matrix](matrix.png)\n\n"
+            + md_table(["file size", "row groups", "link", "files x rows", "icefloe defaults",
+                        "vs pyarrow", "vs pyiceberg", "defaults / tuned", "verdict",
+                        "icefloe tune", "load", "CPU s: icefloe / pyarrow / pyiceberg"],
+                       rows))
+
+
+def run(scale: str, only: set[str] | None = None) -> str:
+    started = time.perf_counter()
+    recorded = measure_cells(scale, only)
+    took = time.perf_counter() - started if only is None else None
+    try:
+        draw(recorded, FIGURE)
+    except ImportError:
+        print("(no plot: matplotlib is not installed)", file=sys.stderr)
+    return report(scale, recorded, took)
 
 
 if __name__ == "__main__":
-    arg = sys.argv[1] if len(sys.argv) > 1 else "quick"
-    print(run(arg.removeprefix("--")))
+    if sys.argv[1:2] == ["--child"]:
+        _child(json.loads(sys.argv[2]))
+        sys.exit(0)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("scale", nargs="?", default="quick")
+    parser.add_argument("--cells", default=None,
+                        help="comma-separated keys SIZE_MB:ROW_GROUPS:LINK (s3-10-ms)")
+    parser.add_argument("--report", action="store_true",
+                        help="print the recorded results and redraw the figure only")
+    args = parser.parse_args()
+    scale = args.scale.removeprefix("--")
+    if args.report:
+        data = json.loads((DATA_DIR / f"matrix-results-{scale}.json").read_text())
+        draw(data, FIGURE)
+        print(report(scale, data, None))
+    else:
+        print(run(scale, None if args.cells is None else set(args.cells.split(","))))

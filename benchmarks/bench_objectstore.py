@@ -105,8 +105,10 @@ class Store:
         return pafs.S3FileSystem(endpoint_override=self.endpoints[link], access_key=ACCESS_KEY,
                                  secret_key=SECRET_KEY, region=REGION, scheme="http")
 
-    def write_table(self, identifier: str, files: int, rows_per_file: int) -> None:
-        """``files`` Parquet files of event rows, written to S3 and added to a new table."""
+    def write_table(self, identifier: str, files: int, rows_per_file: int,
+                    row_group_size: int = 131072) -> None:
+        """``files`` Parquet files of event rows (row groups of ``row_group_size`` rows),
+        written to S3 and added to a new table."""
         catalog = self.catalog("direct")
         catalog.create_namespace_if_not_exists(identifier.split(".")[0])
         table = catalog.create_table(identifier, schema=event_rows(1).schema,
@@ -117,7 +119,7 @@ class Store:
         for i in range(files):
             path = f"{where}/data/part-{i:05d}.parquet"
             pq.write_table(event_rows(rows_per_file, start=i * rows_per_file), path,
-                           filesystem=s3, row_group_size=131072)
+                           filesystem=s3, row_group_size=row_group_size)
             paths.append(f"s3://{path}")
         table.add_files(paths)
 

@@ -302,8 +302,9 @@ class SourceOptions:
     :class:`~icefloe.errors.MissingStatsError` naming the file and the column, or read such
     files ``first`` / ``last`` (they do not hold the watermark back)."""
     io_concurrency: int | None = None
-    """Whole small files fetched ahead per reader thread from an object store (``None``:
-    ``auto``, see :mod:`icefloe.reader.prefetch`; ``0``: off)."""
+    """Whole small files fetched ahead per reader thread from an object store, and ranged
+    requests in flight of a large split's column chunks (``None``: ``auto``, see
+    :mod:`icefloe.reader.prefetch` and :mod:`icefloe.reader.ranged`; ``0``: off)."""
     catalog_properties: tuple[tuple[str, str], ...] = ()
     checkpoint_properties: tuple[tuple[str, str], ...] = ()
     """``checkpoint.<prop>`` options (prefix removed): FileIO properties of the checkpoint

@@ -30,6 +30,7 @@ from icefloe.reader.open_file import ParquetFile, open_format_file, open_parquet
 from icefloe.reader.plan import FilePlan, FilePlanner
 from icefloe.reader.prefetch import Prefetcher, resolve_concurrency
 from icefloe.reader.process import BatchProcessor
+from icefloe.reader.ranged import MIN_SPLIT_BYTES, ranged_batches
 from icefloe.reader.ranges import from_offset, parquet_batches, row_group_range
 from icefloe.reader.units import FormatFile, select_units
 from icefloe.splits.split import FileSplit
@@ -91,10 +92,15 @@ class FileReader:
         if selected is None:
             return
         size = self.context.batch_size
-        yield from self.read_file(
-            split, pf.schema_arrow,
-            lambda plan: parquet_batches(pf, selected.units, split, size, plan),
-            selected.first_position, selected.skip)
+        if opened.remote and split.length >= MIN_SPLIT_BYTES and self.prefetch.concurrency:
+            def raw(plan: FilePlan) -> Iterator[pa.RecordBatch]:  # column chunks fetched ahead
+                return ranged_batches(opened, selected.units, split, size, plan,
+                                      self.prefetch)
+        else:
+            def raw(plan: FilePlan) -> Iterator[pa.RecordBatch]:
+                return parquet_batches(pf, selected.units, split, size, plan)
+        yield from self.read_file(split, pf.schema_arrow, raw, selected.first_position,
+                                  selected.skip)
 
     def _read_format(self, split: FileSplit) -> Iterator[tuple[pa.RecordBatch, int]]:
         """:meth:`read_progress` of an ORC or Avro split."""

@@ -5,7 +5,8 @@ The pipeline (:mod:`icefloe.reader.file_reader` composes it for one split):
 1. **open the file** (this module): a split's data file -> an open file, from a stream
    opened now (:class:`~icefloe.reader.files.FileOpener`) or fetched ahead by a
    :class:`~icefloe.reader.prefetch.PrefetchWindow` (small files of a run on an object
-   store);
+   store); a large split on an object store reads its column chunks from ranges fetched
+   ahead (:mod:`icefloe.reader.ranged`);
 2. plan its columns against the read schema (:mod:`icefloe.reader.plan`);
 3. read the split's range: row groups, stripes or blocks (:mod:`icefloe.reader.ranges`);
 4. apply deletes (:mod:`icefloe.reader.deletes`) and the residual filter
@@ -46,10 +47,12 @@ FORMATS = ("PARQUET", "ORC", "AVRO")
 @dataclass(frozen=True, slots=True)
 class ParquetFile:
     """An open Parquet data file: the low-level reader and the stream under it (one
-    thread's; :meth:`close` both when done)."""
+    thread's; :meth:`close` both when done). ``remote``: the stream reads an object
+    store (each read a round trip), so the reader pre-buffers."""
 
     reader: ParquetReader
     stream: Any
+    remote: bool = False
 
     def close(self) -> None:
         self.reader.close()
@@ -96,7 +99,7 @@ def open_parquet(files: FileOpener, split: FileSplit, window: PrefetchWindow | N
             f"cannot read data file {split.file_path} of snapshot {split.snapshot_id} "
             f"({type(exc).__name__}: {exc}); the file is missing or corrupt"
         ) from exc
-    return ParquetFile(reader, stream)
+    return ParquetFile(reader, stream, pre_buffer)
 
 
 def open_format_file(files: FileOpener, path: str, file_format: str, what: str) -> FormatFile:

@@ -72,6 +72,8 @@ class PrefetchStats:
         max_in_flight: most fetches running at once.
         held_bytes: bytes of files submitted and not yet taken.
         max_held_bytes: most such bytes at once.
+        ranged_requests: ranged requests of large files' column chunks fetched ahead
+            (:mod:`icefloe.reader.ranged`), counted when their split is read.
     """
 
     files: int = 0
@@ -79,6 +81,7 @@ class PrefetchStats:
     max_in_flight: int = 0
     held_bytes: int = 0
     max_held_bytes: int = 0
+    ranged_requests: int = 0
 
 
 class Prefetcher:

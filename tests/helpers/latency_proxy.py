@@ -75,8 +75,11 @@ class LatencyProxy:
             self._pipe(client, upstream)
             self._pipe(upstream, client)
 
-    def _pipe(self, src: socket.socket, dst: socket.socket) -> None:
-        """Two threads per direction: one reads and stamps chunks, one sends them when due."""
+    def _pipe(self, src: socket.socket, dst: socket.socket,
+              on_read: Any = None, on_sent: Any = None) -> None:
+        """Two threads per direction: one reads and stamps chunks, one sends them when due.
+        ``on_read(data)`` / ``on_sent(data)`` (optional; a subclass's hooks) are called
+        with each chunk read (``b""`` at the end) and each chunk sent."""
         queue: collections.deque[tuple[float, bytes]] = collections.deque()
         ready = threading.Condition()
 
@@ -86,6 +89,8 @@ class LatencyProxy:
                     data = src.recv(_CHUNK)
                 except OSError:
                     data = b""
+                if on_read is not None:
+                    on_read(data)
                 with ready:
                     queue.append((time.monotonic() + self.delay_s, data))
                     ready.notify()
@@ -109,6 +114,8 @@ class LatencyProxy:
                     dst.sendall(data)
                 except OSError:
                     return
+                if on_sent is not None:
+                    on_sent(data)
 
         for target in (read, send):
             threading.Thread(target=target, daemon=True, name="latency-proxy-pipe").start()

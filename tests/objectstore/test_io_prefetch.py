@@ -24,6 +24,7 @@ from icefloe.local.engine import SplitBatch, read_splits
 from icefloe.options import SourceOptions
 from icefloe.reader.context import ReadContext
 from icefloe.reader.prefetch import AUTO_IO_CONCURRENCY
+from icefloe.reader.ranged import MIN_SPLIT_BYTES
 from icefloe.reader.split_reader import SplitReader
 from icefloe.splits.split import FileSplit
 from tests.helpers.latency_proxy import LatencyProxy
@@ -243,6 +244,20 @@ def test_local_files_are_never_prefetched(tmp_path: Any) -> None:
     assert sum(r.prefetch.stats.files for r in readers) == 0
 
 
+def test_large_local_files_are_not_read_in_ranges(tmp_path: Any) -> None:
+    import numpy as np
+
+    catalog = make_catalog(tmp_path)
+    catalog.create_namespace_if_not_exists("io")
+    data = pa.table({"v": np.random.default_rng(5).standard_normal(LARGE_ROWS)})
+    table = catalog.create_table("io.local_large", schema=data.schema)
+    table.append(data)
+    assert table.scan().plan_files()[0].file.file_size_in_bytes >= MIN_SPLIT_BYTES
+    items, readers = _read(IcebergSource("io.local_large", catalog=catalog))
+    assert sum(i.batch.num_rows for i in items) == LARGE_ROWS
+    assert sum(r.prefetch.stats.ranged_requests for r in readers) == 0
+
+
 @pytest.mark.parametrize("value,expected", [("auto", None), ("AUTO", None), ("0", 0),
                                             ("8", 8), (32, 32), ("256", 256)])
 def test_io_concurrency_parses(value: Any, expected: int | None) -> None:
@@ -296,3 +311,61 @@ def test_transient_fetch_fault_is_retried_for_its_split(seaweed: SeaweedFS, smal
     got = [v for i in items for v in i.batch.column("id").to_pylist()]
     assert got == expected.column("id").to_pylist()
     assert [i.split.split_id for i in items if i.last] == [s.split_id for s in splits]
+
+
+LARGE_ROWS = 1_200_000
+
+
+@pytest.fixture(scope="module")
+def large_file(seaweed: SeaweedFS) -> str:
+    """A table of one ~12 MB Parquet file of four row groups (random doubles: little
+    compression), past :data:`icefloe.reader.ranged.MIN_SPLIT_BYTES`."""
+    import numpy as np
+
+    catalog = load_catalog("sw", **seaweed.rest_properties())
+    catalog.create_namespace_if_not_exists("io")
+    identifier = f"io.large_{next(_names)}"
+    rng = np.random.default_rng(3)
+    data = pa.table({"id": pa.array(np.arange(LARGE_ROWS)),
+                     "value": pa.array(rng.standard_normal(LARGE_ROWS))})
+    table = catalog.create_table(identifier, schema=data.schema)
+    path = f"{table.metadata.location.removeprefix('s3://')}/data/large.parquet"
+    pq.write_table(data, path, filesystem=_s3(seaweed.s3_endpoint),
+                   row_group_size=LARGE_ROWS // 4)
+    table.add_files([f"s3://{path}"])
+    return identifier
+
+
+@pytest.mark.parametrize("options", [{}, {"columns": "value"}, {"splitSize": "4194304"}])
+def test_large_file_column_chunks_fetched_ahead_equal_pyiceberg(
+        seaweed: SeaweedFS, large_file: str, proxy: CountingProxy,
+        options: dict[str, str]) -> None:
+    catalog = _proxied(seaweed, proxy)
+    scan = catalog.load_table(large_file).scan(
+        selected_fields=tuple(options["columns"].split(",")) if "columns" in options else ("*",))
+    expected = scan.to_arrow()
+    items, readers = _read(IcebergSource(large_file, catalog=catalog,
+                                         options={**options, "preserveOrder": "true"}))
+    got = pa.Table.from_batches([i.batch for i in items if i.batch.num_rows])
+    assert got.column_names == expected.column_names
+    for name in expected.column_names:
+        assert got.column(name).to_pylist() == expected.column(name).to_pylist()
+    ranged = sum(r.prefetch.stats.ranged_requests for r in readers)
+    if "splitSize" in options:  # splits of one ~3 MB row group: below the ranged reads' size
+        assert ranged == 0
+    else:  # the file's (selected) column chunks, in pieces of at most 8 MiB
+        assert ranged >= 2
+
+
+def test_large_file_same_items_and_offsets_without_ranged_reads(
+        seaweed: SeaweedFS, large_file: str, proxy: CountingProxy) -> None:
+    catalog = _proxied(seaweed, proxy)
+
+    def items(options: dict[str, str]) -> list[tuple[str, int, bool, list[Any]]]:
+        got, readers = _read(IcebergSource(large_file, catalog=catalog, options=options))
+        ranged = sum(r.prefetch.stats.ranged_requests for r in readers)
+        assert (ranged > 0) == (options.get("ioConcurrency") != "0")
+        return [(i.split.split_id, i.consumed, i.last, i.batch.column("id").to_pylist())
+                for i in got]
+
+    assert items({"ioConcurrency": "4"}) == items({"ioConcurrency": "0"})

@@ -1,0 +1,223 @@
+"""Profile of reads from an object store: the requests a reader makes, their sizes and how
+many are in flight, seen by the latency proxy (issue 30). Not a benchmark (no
+``run(scale)``): a tool for the before/after profiles in RESULTS.md ("Defaults matrix").
+
+    uv run python -m benchmarks.profile_io [--files 5] [--rows 1000000] [--row-groups 1]
+        [--delay 0.010] [--reps 3] [--readers icefloe,pyarrow,pyiceberg,icefloe-before
+        --before DIR]
+
+Starts SeaweedFS (temp dir) and a counting latency proxy in a child process, writes one
+table of ``files`` Parquet files of event rows, then reads it, each reader in turn in a
+fresh process: icefloe at its defaults, PyArrow's dataset reader, PyIceberg. For each it
+prints the median time (the reader's own clock: after imports and the catalog's
+creation) and, from the proxy's log of the last run: requests (HEAD, GET),
+the bytes of the GETs (from their ``Range`` headers), the connections used and the most
+requests in flight at once (a request is in flight from its first byte sent by the client
+until the last byte of the answer forwarded before the connection's next request).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+from tests.helpers.latency_proxy import LatencyProxy
+
+_REQUEST = re.compile(rb"^(GET|HEAD|PUT|POST) (\S+)")
+_RANGE = re.compile(rb"[Rr]ange: bytes=(\d+)-(\d+)")
+
+
+class LoggingProxy(LatencyProxy):
+    """The latency proxy, logging every HTTP request: ``[start, end, connection, method,
+    bytes]`` (``bytes``: of the Range, or -1)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.log: list[list[Any]] = []
+        self._last: dict[int, list[Any]] = {}
+        self._pipes = 0
+        self._log_lock = threading.Lock()
+        self.t0 = time.monotonic()
+
+    def _pipe(self, src: socket.socket, dst: socket.socket,
+              on_read: Any = None, on_sent: Any = None) -> None:
+        with self._log_lock:
+            self._pipes += 1
+            upward = self._pipes % 2 == 1  # _accept pipes client -> upstream first
+            conn = (self._pipes + 1) // 2
+
+        def read(data: bytes) -> None:  # a request's first chunk starts its entry
+            m = _REQUEST.match(data) if upward and data else None
+            if m:
+                now = time.monotonic() - self.t0
+                r = _RANGE.search(data)
+                size = int(r.group(2)) - int(r.group(1)) + 1 if r else -1
+                entry = [now, now, conn, m.group(1).decode(), size]
+                with self._log_lock:
+                    self.log.append(entry)
+                    self._last[conn] = entry
+
+        def sent(data: bytes) -> None:  # the answer's chunks move its end
+            entry = self._last.get(conn)
+            if not upward and data and entry is not None:
+                entry[1] = time.monotonic() - self.t0
+
+        super()._pipe(src, dst, read, sent)
+
+
+def _proxy_child(port: int, delay_s: float) -> None:
+    """The proxy process: print the port; on each stdin line print the log and clear it."""
+    proxy = LoggingProxy(("127.0.0.1", port), delay_s)
+    with proxy:
+        print(proxy.port, flush=True)
+        for _ in sys.stdin:
+            with proxy._log_lock:
+                log, proxy.log = proxy.log, []
+            print(json.dumps(log), flush=True)
+
+
+def summarize(log: list[list[Any]]) -> dict[str, Any]:
+    """Requests, GET bytes, connections and the most requests in flight of one read."""
+    gets = [e for e in log if e[3] == "GET" and e[4] >= 0]
+    events = sorted([(e[0], 1) for e in log] + [(e[1], -1) for e in log])
+    flight = peak = 0
+    for _, d in events:
+        flight += d
+        peak = max(peak, flight)
+    sizes = sorted(e[4] for e in gets)
+    span = (max(e[1] for e in log) - min(e[0] for e in log)) if log else 0.0
+    return {"requests": len(log), "heads": sum(e[3] == "HEAD" for e in log),
+            "gets": len(gets), "get_mb": round(sum(sizes) / 1e6, 1),
+            "largest_get_mb": round(sizes[-1] / 1e6, 2) if sizes else 0,
+            "median_get_kb": round(sizes[len(sizes) // 2] / 1e3, 1) if sizes else 0,
+            "connections": len({e[2] for e in log}), "max_in_flight": peak,
+            "span_s": round(span, 3)}
+
+
+READERS = ("icefloe", "pyarrow", "pyiceberg")
+"""The readers; also ``icefloe-plan`` (icefloe's planning alone) and ``icefloe-before``."""
+
+
+def _reader_child(reader: str, props: str, identifier: str, options: str) -> None:
+    """One read in a fresh process; prints its seconds and rows as JSON."""
+    import pyarrow.dataset as ds
+    from pyarrow import fs as pafs
+    from pyiceberg.catalog import load_catalog
+
+    from icefloe import IcebergSource
+
+    catalog = load_catalog("profile", **json.loads(props))
+    start, cpu = time.perf_counter(), time.process_time()
+    if reader == "icefloe":
+        rows = sum(b.num_rows for b in IcebergSource(
+            identifier, catalog=catalog, options=json.loads(options)).read())
+    elif reader == "icefloe-plan":  # planning alone: the table's load and its splits
+        rows = sum(s.record_count for s in IcebergSource(
+            identifier, catalog=catalog, options=json.loads(options)).plan())
+    elif reader == "pyiceberg":
+        rows = sum(b.num_rows for b in catalog.load_table(identifier).scan()
+                   .to_arrow_batch_reader())
+    else:
+        p = json.loads(props)
+        s3 = pafs.S3FileSystem(endpoint_override=p["s3.endpoint"],
+                               access_key=p["s3.access-key-id"],
+                               secret_key=p["s3.secret-access-key"], region=p["s3.region"],
+                               scheme="http")
+        paths = [t.file.file_path.removeprefix("s3://")
+                 for t in catalog.load_table(identifier).scan().plan_files()]
+        start, cpu = time.perf_counter(), time.process_time()  # as bench_objectstore:
+        # the listing of the files is not the reader's
+        rows = sum(b.num_rows for b in ds.dataset(paths, format="parquet",
+                                                  filesystem=s3).to_batches())
+    print(json.dumps({"s": time.perf_counter() - start, "rows": rows,
+                      "cpu": time.process_time() - cpu}), flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--files", type=int, default=5)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--row-groups", type=int, default=1)
+    parser.add_argument("--delay", type=float, default=0.010)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--options", default="{}", help="icefloe's options, JSON")
+    parser.add_argument("--readers", default=",".join(READERS))
+    parser.add_argument("--verbose", action="store_true", help="print the last run's log")
+    parser.add_argument("--before", default=None,
+                        help="a checkout of earlier code: reader icefloe-before runs it")
+    args = parser.parse_args()
+
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from benchmarks.bench_objectstore import Store
+    from icefloe.seaweed import SeaweedFS
+
+    root = Path(tempfile.mkdtemp(prefix="icefloe-profile-io-"))
+    seaweed = SeaweedFS(root).start()
+    proxy = subprocess.Popen([sys.executable, "-m", "benchmarks.profile_io", "--proxy",
+                              str(seaweed.s3_port), str(args.delay)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proxy.stdin is not None and proxy.stdout is not None
+        endpoint = f"http://127.0.0.1:{int(proxy.stdout.readline())}"
+        store = Store(seaweed, endpoint)
+        rows_per_group = max(1, -(-args.rows // args.row_groups))
+        store.write_table("profile.t", args.files, args.rows, rows_per_group)
+        props = json.dumps(seaweed.rest_properties(endpoint=endpoint))
+
+        def stats() -> tuple[dict[str, Any], list[list[Any]]]:
+            assert proxy.stdin is not None and proxy.stdout is not None
+            proxy.stdin.write("\n")
+            proxy.stdin.flush()
+            log = json.loads(proxy.stdout.readline())
+            return summarize(log), log
+
+        times: dict[str, list[float]] = {r: [] for r in args.readers.split(",")}
+        cpus: dict[str, list[float]] = {r: [] for r in times}
+        last: dict[str, dict[str, Any]] = {}
+        for rep in range(args.reps + 1):
+            for reader in times:
+                stats()
+                before = reader == "icefloe-before"  # the code of --before DIR
+                out = subprocess.run([sys.executable, "-m", "benchmarks.profile_io", "--child",
+                                      "icefloe" if before else reader, props, "profile.t",
+                                      args.options], cwd=args.before if before else None,
+                                     capture_output=True, text=True, check=True)
+                result = json.loads(out.stdout.strip().splitlines()[-1])
+                last[reader], log = stats()
+                if rep == args.reps and args.verbose:
+                    print(reader, "\n".join(f"{e[0]:.3f}-{e[1]:.3f} conn {e[2]} {e[3]} "
+                                             f"{e[4]}" for e in log), file=sys.stderr)
+                if rep:  # the first round warms the page cache and the server
+                    times[reader].append(result["s"])
+                    cpus[reader].append(result["cpu"])
+        for reader, ts in times.items():
+            ts.sort()
+            cs = sorted(cpus[reader])
+            print(f"{reader:10s} median {ts[len(ts) // 2]:.3f} s (CPU {cs[len(cs) // 2]:.3f} s)"
+                  "  runs "
+                  f"{', '.join(f'{t:.3f}' for t in ts)}  {last[reader]}")
+    finally:
+        if proxy.stdin is not None:
+            proxy.stdin.close()
+        proxy.wait(timeout=10)
+        seaweed.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--proxy"]:
+        _proxy_child(int(sys.argv[2]), float(sys.argv[3]))
+    elif sys.argv[1:2] == ["--child"]:
+        _reader_child(*sys.argv[2:6])
+    else:
+        main()

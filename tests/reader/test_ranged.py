@@ -1,0 +1,111 @@
+"""Large Parquet splits on an object store read their column chunks through a
+:class:`~icefloe.reader.ranged.RangedFile`: the ranges fetched ahead, and every read served
+either from them or from the file itself. Here on local files (the file object is the
+same Arrow interface S3's is); the S3 read is in tests/objectstore/test_io_prefetch.py.
+The oracle is PyArrow's own ``pq.read_table`` of the same row groups and columns."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyarrow._parquet import ParquetReader
+
+from icefloe.reader.ranged import RangedFile, chunk_ranges, pieces, ranged_reader
+
+ROWS = 40_000
+
+
+@pytest.fixture(scope="module")
+def parquet(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Four row groups of three columns, one dictionary-encoded."""
+    rng = np.random.default_rng(7)
+    table = pa.table({"id": np.arange(ROWS), "value": rng.standard_normal(ROWS),
+                      "kind": pa.array(["a", "b", "c", "d"] * (ROWS // 4))})
+    path = tmp_path_factory.mktemp("ranged") / "t.parquet"
+    pq.write_table(table, path, row_group_size=ROWS // 4)
+    return path
+
+
+def _open(path: Path) -> tuple[ParquetReader, Any]:
+    stream = pa.OSFile(str(path))
+    pf = ParquetReader()
+    pf.open(stream, pre_buffer=False)
+    return pf, stream
+
+
+def test_pieces_merge_near_ranges_and_cut_big_ones() -> None:
+    assert pieces([(0, 10), (15, 10), (100, 5)], gap=5, piece=100) == [(0, 25), (100, 5)]
+    assert pieces([(0, 250)], gap=0, piece=100) == [(0, 100), (100, 100), (200, 50)]
+    assert pieces([], gap=5, piece=10) == []
+
+
+@pytest.mark.parametrize(("row_groups", "columns"), [([0, 1, 2, 3], None), ([1, 3], [0, 2]),
+                                                     ([2], [1])])
+def test_reads_what_pyarrow_reads_from_fetched_ranges_only(
+        parquet: Path, row_groups: list[int], columns: list[int] | None) -> None:
+    pf, stream = _open(parquet)
+    names = None if columns is None else [pf.metadata.schema.column(c).name for c in columns]
+    expected = pq.ParquetFile(parquet).read_row_groups(row_groups, columns=names)
+    wanted = chunk_ranges(pf.metadata, row_groups, columns)
+    # tiny pieces, a gap of 0: many requests, each column chunk read across several,
+    # pieces shared by two chunks, the chunks read by Arrow's threads in any order
+    reader, ranged = _ranged(pf, stream, row_groups, columns, piece=1000)
+    got = pa.Table.from_batches(list(reader.iter_batches(7_000, row_groups, columns,
+                                                         use_threads=True)))
+    assert got.equals(expected)
+    assert ranged.fallback_reads == 0  # every column chunk came from fetched pieces
+    assert ranged.requests == len(pieces(wanted, gap=0, piece=1000)) > len(wanted)
+    fetched = sum(n for _, n in wanted)
+    assert fetched < parquet.stat().st_size or columns is None
+    reader.close()
+    ranged.close()
+
+
+def _ranged(pf: ParquetReader, stream: Any, row_groups: list[int], columns: list[int] | None,
+            piece: int, ahead: int = 1 << 30) -> tuple[ParquetReader, RangedFile]:
+    chunks = chunk_ranges(pf.metadata, row_groups, columns)
+    ranged = RangedFile(stream, pieces(chunks, gap=0, piece=piece), concurrency=4,
+                        ahead_bytes=ahead, reads=chunks)
+    reader = ParquetReader()
+    reader.open(pa.PythonFile(ranged, mode="r"), metadata=pf.metadata, pre_buffer=False)
+    return reader, ranged
+
+
+def test_a_read_past_the_ahead_limit_fetches_what_it_needs(parquet: Path) -> None:
+    pf, stream = _open(parquet)
+    reader, ranged = _ranged(pf, stream, [0, 1, 2, 3], None, piece=2000, ahead=1)
+    got = pa.Table.from_batches(list(reader.iter_batches(10_000, [0, 1, 2, 3], None)))
+    assert got.equals(pq.read_table(parquet))
+    assert ranged.fallback_reads == 0
+
+
+def test_reads_outside_the_ranges_go_to_the_file(parquet: Path) -> None:
+    _, stream = _open(parquet)
+    ranged = RangedFile(stream, [(4, 10)], concurrency=2)
+    assert ranged.read_at(4, 0).to_pybytes() == b"PAR1"  # not fetched: read directly
+    assert ranged.fallback_reads == 1
+    assert ranged.read_at(6, 6).to_pybytes() == parquet.read_bytes()[6:12]  # from the piece
+    assert ranged.fallback_reads == 1
+    ranged.close()
+
+
+def test_a_failed_fetch_fails_the_read_that_needs_it(parquet: Path) -> None:
+    class Failing:
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        def size(self) -> int:
+            return int(self.inner.size())
+
+        def read_at(self, nbytes: int, offset: int) -> Any:
+            raise OSError(f"connection reset reading {nbytes} at {offset}")
+
+    pf, stream = _open(parquet)
+    reader, _ = ranged_reader(pf, Failing(stream), [0], None, concurrency=2)
+    with pytest.raises(OSError, match="connection reset"):
+        list(reader.iter_batches(10_000, [0], None))
