@@ -254,9 +254,10 @@ class CodegenBase:
 class _Codegen(CodegenBase):
     """Builds the source of ``decode_entry(d)`` from a resolved entry reader."""
 
-    def __init__(self, with_stats: bool = False) -> None:
+    def __init__(self, with_stats: bool = False, raw_partition: bool = False) -> None:
         super().__init__("read_ints", "read_int_bytes_dict", "tell")
         self.with_stats = with_stats
+        self.raw_partition = raw_partition
         self.results = ["None"] * (_STATS_SLOTS if with_stats else _SLOTS)
 
     def skip(self, reader: Reader, field_id: int | None, indent: str = "    ") -> None:
@@ -329,6 +330,12 @@ class _Codegen(CodegenBase):
                     self.results[slot] = self.bind(child.read(new_decoder(b"")))
             elif slot < 0:
                 self.skip(child, field_id)
+            elif field_id == _PARTITION_ID and self.raw_partition:
+                # the record's bytes as they are in the block (``data``: the block's bytes)
+                self.lines.append("    p0 = tell(d)")
+                self.skip(child, None)
+                self.lines.append(f"    r{slot} = data[p0:tell(d)]")
+                self.results[slot] = f"r{slot}"
             elif field_id == _PARTITION_ID:
                 self.partition(child, slot)
             else:
@@ -361,7 +368,16 @@ class _Codegen(CodegenBase):
         added_only = mode == "added"
         out = self.bind(LiveDataFile)
         keep = []
-        if self.with_stats:
+        if self.raw_partition:  # a row of columns (:func:`iter_column_rows`): no filter here
+            head = "def decode_block(d, count, append, manifest_seq, inherit_all, data, added_by):"
+            row = ", ".join([path, "fmt", partition, records, size, offsets, "seq",
+                             *(r[_SLOTS:] if self.with_stats else ())])
+            emit = f"        append(({row},))"
+        else:
+            head = "def decode_block(d, count, append, manifest_seq, inherit_all, keep, added_by):"
+            emit = (f"        append({self.bind(tuple.__new__)}({out}, ({path}, fmt, "
+                    f"{partition}, {records}, {size}, {offsets}, seq)))")
+        if self.with_stats and not self.raw_partition:
             stats = ", ".join([partition, records, *r[_SLOTS:]])
             keep = [f"        if not keep({self.bind(tuple.__new__)}"
                     f"({self.bind(FileStats)}, ({stats},))):",
@@ -383,7 +399,7 @@ class _Codegen(CodegenBase):
                 f"            {self.bind(_unknown_status)}({status})",
             ]
         return "\n".join([
-            "def decode_block(d, count, append, manifest_seq, inherit_all, keep, added_by):",
+            head,
             "    for _ in range(count):",
             *("    " + line for line in self.lines),
             *status_check,
@@ -394,8 +410,7 @@ class _Codegen(CodegenBase):
             "        if fmt is None:",
             f"            fmt = {self.bind(_format_name)}({fmt})",
             *keep,
-            f"        append({self.bind(tuple.__new__)}({out}, ({path}, fmt, {partition}, "
-            f"{records}, {size}, {offsets}, seq)))",
+            emit,
             "",
         ])
 
@@ -410,8 +425,9 @@ def _record_tuple(record: Any) -> tuple[Any, ...]:
 
 DecodeMode = Literal["live", "added", "own"]
 # append takes a LiveDataFile, or an int offset in mode "own"
-BlockDecoder = Callable[[BinaryDecoder, int, Callable[[Any], None], int, bool,
-                         "KeepFile | None", "int | None"], None]
+# the sixth argument is the filter (``keep``), or the block's bytes for rows of columns
+BlockDecoder = Callable[[BinaryDecoder, int, Callable[[Any], None], int, bool, Any,
+                         "int | None"], None]
 
 
 class _Plan(NamedTuple):
@@ -420,15 +436,24 @@ class _Plan(NamedTuple):
 
 
 @lru_cache(maxsize=64)
-def _plan(avro_schema: str, with_stats: bool = False, mode: DecodeMode = "live") -> _Plan:
-    """The decoders of one writer schema (a table's manifests share a few schemas); with
-    ``with_stats``, the filter's stats maps are read (slots 9-13) instead of skipped;
-    ``mode`` as :meth:`_Codegen.block_source`."""
+def _entry_reader(avro_schema: str) -> StructReader:
+    """The manifest-entry reader PyIceberg resolves for one writer schema."""
     file_schema: Schema = AvroSchemaConversion().avro_to_iceberg(json.loads(avro_schema))
     entry_reader = resolve_reader(file_schema, ENTRY_SCHEMA)
     if not isinstance(entry_reader, StructReader):
         raise TypeError(f"manifest entry is not a struct: {entry_reader!r}")
-    gen = _Codegen(with_stats)
+    return entry_reader
+
+
+@lru_cache(maxsize=64)
+def _plan(avro_schema: str, with_stats: bool = False, mode: DecodeMode = "live",
+          raw_partition: bool = False) -> _Plan:
+    """The decoders of one writer schema (a table's manifests share a few schemas); with
+    ``with_stats``, the filter's stats maps are read (slots 9-13) instead of skipped;
+    ``mode`` as :meth:`_Codegen.block_source`; with ``raw_partition``, rows of columns
+    (:func:`iter_column_rows`) instead of :class:`LiveDataFile` tuples."""
+    entry_reader = _entry_reader(avro_schema)
+    gen = _Codegen(with_stats, raw_partition)
     gen.struct(entry_reader, ENTRY_SCHEMA.fields, _ENTRY_SLOTS)
     source = gen.block_source(mode)
     # the source holds only names made here (decoder methods, bound readers and values,
@@ -529,6 +554,78 @@ def iter_live_data_files(content: bytes, manifest: ManifestFile, keep: KeepFile 
         if out:
             yield from out
             out.clear()
+
+
+def column_rows(content: bytes, manifest_seq: int, added_by: int | None, *,
+                added_only: bool, with_stats: bool) -> tuple[str, list[tuple[Any, ...]]]:
+    """The writer schema (``avro.schema``) of one manifest file's bytes and, in file order,
+    a row per entry :func:`iter_live_data_files` yields for a manifest of sequence number
+    ``manifest_seq`` added by ``added_by``: ``(file_path, file_format, partition,
+    record_count, file_size, split_offsets, sequence_number)``, where ``partition`` is the
+    raw Avro bytes of the entry's partition record (decode them with
+    :func:`partition_decoder`); with ``with_stats``, then the five stats maps (value, null
+    and NaN counts, lower and upper bounds) as dicts or None. The rows of
+    :func:`icefloe.enumerator.columnar.decode_manifest`'s pure-Python implementation.
+
+    Raises:
+        ValueError, EOFError: as :func:`live_data_files`.
+    """
+    decoder, header, decompress = open_avro(content)
+    schema = header.meta["avro.schema"]
+    decode_block = _plan(schema, with_stats, "added" if added_only else "live",
+                         True).decode_block
+    new_block = _DECODER
+    inherit_all = manifest_seq == 0
+    rows: list[tuple[Any, ...]] = []
+    append = rows.append
+    for count, data in avro_blocks(decoder, header.sync, decompress):
+        decode_block(new_block(data), count, append, manifest_seq, inherit_all, data, added_by)
+    return schema, rows
+
+
+def writer_schema(content: bytes) -> str:
+    """The writer schema (``avro.schema``) in the header of one manifest file's bytes.
+
+    Raises:
+        ValueError: not an Avro file, or an unknown codec.
+    """
+    return str(open_avro(content)[1].meta["avro.schema"])
+
+
+@lru_cache(maxsize=64)
+def partition_decoder(avro_schema: str) -> Callable[[bytes], tuple[Any, ...]]:
+    """A function from the raw bytes of a ``partition`` record of a manifest of writer
+    schema ``avro_schema`` to its partition values: the same tuple
+    :func:`iter_live_data_files` gives (PyIceberg's resolved readers, field for field)."""
+    reader = _partition_reader(_entry_reader(avro_schema))
+    positions = [pos for pos, _ in reader.field_readers]
+    if not positions:
+        return lambda _raw: ()
+    gen = CodegenBase()
+    new_block = gen.bind(_DECODER)
+    if positions == list(range(len(positions))):
+        values = "".join(f"{gen.read_expr(field)}, " for _, field in reader.field_readers)
+        source = f"def decode_partition(raw):\n    d = {new_block}(raw)\n    return ({values})\n"
+    else:  # as _Codegen.partition: PyIceberg's record, as a tuple
+        source = (f"def decode_partition(raw):\n    return {gen.bind(_record_tuple)}("
+                  f"{gen.bind(reader.read)}({new_block}(raw)))\n")
+    exec(compile(source, "<icefloe partition decoder>", "exec"), gen.namespace)
+    decode: Callable[[bytes], tuple[Any, ...]] = gen.namespace["decode_partition"]
+    return decode
+
+
+def _partition_reader(entry_reader: StructReader) -> StructReader:
+    """The ``data_file.partition`` reader inside a resolved manifest-entry reader."""
+    for pos, child in entry_reader.field_readers:
+        if pos is not None and ENTRY_SCHEMA.fields[pos].field_id == _DATA_FILE_ID:
+            data_fields = ENTRY_SCHEMA.fields[pos].field_type.fields  # type: ignore[attr-defined]
+            assert isinstance(child, StructReader)
+            for fpos, field in child.field_readers:
+                if fpos is not None and data_fields[fpos].field_id == _PARTITION_ID:
+                    if not isinstance(field, StructReader):
+                        raise TypeError(f"partition is not a struct: {field!r}")
+                    return field
+    raise TypeError("manifest entry schema has no data_file.partition")
 
 
 # what PyIceberg's manifest reading builds records of (``ManifestFile.fetch_manifest_entry``)
