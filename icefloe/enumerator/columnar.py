@@ -115,22 +115,15 @@ def decode_manifest(content: bytes, *, manifest_seq: int, added_by: int | None,
     """
     import pyarrow as pa
 
-    _, rows = column_rows(content, manifest_seq, added_by, added_only=added_only,
-                          with_stats=bool(stats_ids))
+    _, rows = column_rows(content, manifest_seq, added_by, stats_ids, added_only=added_only)
     schema = batch_schema(stats_ids)
     if not rows:
         return pa.RecordBatch.from_pylist([], schema=schema)
-    columns = list(zip(*rows, strict=True))
-    arrays: list[Any] = [pa.array(columns[i], type=schema.field(i).type) for i in range(7)]
-    if stats_ids:
-        value_counts, null_counts, nan_counts, lowers, uppers = columns[7:12]
-        for k in stats_ids:
-            for maps in (value_counts, null_counts, nan_counts):
-                arrays.append(pa.array([m.get(k) if m else None for m in maps], pa.int64()))
-        for k in stats_ids:
-            for maps in (lowers, uppers):
-                arrays.append(pa.array([m.get(k) if m else None for m in maps], pa.binary()))
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+    columns = zip(*rows, strict=True)
+    return pa.RecordBatch.from_arrays(
+        [pa.array(column, type=field.type) for column, field in zip(columns, schema,
+                                                                     strict=True)],
+        schema=schema)
 
 
 def native_decoder() -> Decoder | None:

@@ -254,15 +254,25 @@ class CodegenBase:
 class _Codegen(CodegenBase):
     """Builds the source of ``decode_entry(d)`` from a resolved entry reader."""
 
-    def __init__(self, with_stats: bool = False, raw_partition: bool = False) -> None:
+    def __init__(self, with_stats: bool = False, raw_partition: bool = False,
+                 stats_ids: tuple[int, ...] = ()) -> None:
         super().__init__("read_ints", "read_int_bytes_dict", "tell")
         self.with_stats = with_stats
         self.raw_partition = raw_partition
+        self.stats_ids = stats_ids
+        self.empty = self.bind({})  # never written to
         self.results = ["None"] * (_STATS_SLOTS if with_stats else _SLOTS)
 
     def skip(self, reader: Reader, field_id: int | None, indent: str = "    ") -> None:
         """Statements that step over one value as ``reader.skip(d)`` would."""
-        if self.with_stats and field_id in _FILTER_STATS_SLOTS:
+        if self.with_stats and self.raw_partition and field_id in _FILTER_STATS_SLOTS:
+            # rows of columns: the values of the wanted keys, not the map (no dict lives on)
+            slot = _FILTER_STATS_SLOTS[field_id]
+            self.lines.append(f"{indent}m = {self.bind(stats_reader(reader))}(d) or {self.empty}")
+            self.lines += [f"{indent}r{slot}_{i} = m.get({k})"
+                           for i, k in enumerate(self.stats_ids)]
+            self.results[slot] = "read"
+        elif self.with_stats and field_id in _FILTER_STATS_SLOTS:
             slot = _FILTER_STATS_SLOTS[field_id]  # read, not skipped: the filter needs it
             self.lines.append(f"{indent}r{slot} = {self.bind(stats_reader(reader))}(d)")
             self.results[slot] = f"r{slot}"
@@ -368,19 +378,23 @@ class _Codegen(CodegenBase):
         added_only = mode == "added"
         out = self.bind(LiveDataFile)
         keep = []
-        if self.raw_partition:  # a row of columns (:func:`iter_column_rows`): no filter here
+        if self.raw_partition:  # a row of columns (:func:`column_rows`): no filter here
             head = "def decode_block(d, count, append, manifest_seq, inherit_all, data, added_by):"
-            row = ", ".join([path, "fmt", partition, records, size, offsets, "seq",
-                             *(r[_SLOTS:] if self.with_stats else ())])
+            stats: list[str] = []
+            for slots in ((9, 10, 11), (12, 13)):  # counts, then bounds, per id
+                for i, k in enumerate(self.stats_ids):
+                    stats += [f"r{slot}_{i}" if r[slot] == "read"  # absent: the default's
+                              else f"({r[slot]} or {self.empty}).get({k})" for slot in slots]
+            row = ", ".join([path, "fmt", partition, records, size, offsets, "seq", *stats])
             emit = f"        append(({row},))"
         else:
             head = "def decode_block(d, count, append, manifest_seq, inherit_all, keep, added_by):"
             emit = (f"        append({self.bind(tuple.__new__)}({out}, ({path}, fmt, "
                     f"{partition}, {records}, {size}, {offsets}, seq)))")
         if self.with_stats and not self.raw_partition:
-            stats = ", ".join([partition, records, *r[_SLOTS:]])
+            offered = ", ".join([partition, records, *r[_SLOTS:]])
             keep = [f"        if not keep({self.bind(tuple.__new__)}"
-                    f"({self.bind(FileStats)}, ({stats},))):",
+                    f"({self.bind(FileStats)}, ({offered},))):",
                     "            continue"]
         if added_only:
             status_check = [
@@ -447,13 +461,14 @@ def _entry_reader(avro_schema: str) -> StructReader:
 
 @lru_cache(maxsize=64)
 def _plan(avro_schema: str, with_stats: bool = False, mode: DecodeMode = "live",
-          raw_partition: bool = False) -> _Plan:
+          raw_partition: bool = False, stats_ids: tuple[int, ...] = ()) -> _Plan:
     """The decoders of one writer schema (a table's manifests share a few schemas); with
     ``with_stats``, the filter's stats maps are read (slots 9-13) instead of skipped;
     ``mode`` as :meth:`_Codegen.block_source`; with ``raw_partition``, rows of columns
-    (:func:`iter_column_rows`) instead of :class:`LiveDataFile` tuples."""
+    (:func:`column_rows`: the stats of ``stats_ids`` when ``with_stats``) instead of
+    :class:`LiveDataFile` tuples."""
     entry_reader = _entry_reader(avro_schema)
-    gen = _Codegen(with_stats, raw_partition)
+    gen = _Codegen(with_stats, raw_partition, stats_ids)
     gen.struct(entry_reader, ENTRY_SCHEMA.fields, _ENTRY_SLOTS)
     source = gen.block_source(mode)
     # the source holds only names made here (decoder methods, bound readers and values,
@@ -556,15 +571,17 @@ def iter_live_data_files(content: bytes, manifest: ManifestFile, keep: KeepFile 
             out.clear()
 
 
-def column_rows(content: bytes, manifest_seq: int, added_by: int | None, *,
-                added_only: bool, with_stats: bool) -> tuple[str, list[tuple[Any, ...]]]:
+def column_rows(content: bytes, manifest_seq: int, added_by: int | None,
+                stats_ids: tuple[int, ...] = (), *, added_only: bool
+                ) -> tuple[str, list[tuple[Any, ...]]]:
     """The writer schema (``avro.schema``) of one manifest file's bytes and, in file order,
     a row per entry :func:`iter_live_data_files` yields for a manifest of sequence number
     ``manifest_seq`` added by ``added_by``: ``(file_path, file_format, partition,
     record_count, file_size, split_offsets, sequence_number)``, where ``partition`` is the
     raw Avro bytes of the entry's partition record (decode them with
-    :func:`partition_decoder`); with ``with_stats``, then the five stats maps (value, null
-    and NaN counts, lower and upper bounds) as dicts or None. The rows of
+    :func:`partition_decoder`); then, for each field id of ``stats_ids`` in order, its
+    value, null and NaN counts, then for each its lower and upper bounds (None where the
+    map is null or absent or lacks the key; no map is built without ``stats_ids``). The rows of
     :func:`icefloe.enumerator.columnar.decode_manifest`'s pure-Python implementation.
 
     Raises:
@@ -572,8 +589,8 @@ def column_rows(content: bytes, manifest_seq: int, added_by: int | None, *,
     """
     decoder, header, decompress = open_avro(content)
     schema = header.meta["avro.schema"]
-    decode_block = _plan(schema, with_stats, "added" if added_only else "live",
-                         True).decode_block
+    decode_block = _plan(schema, bool(stats_ids), "added" if added_only else "live",
+                         True, stats_ids).decode_block
     new_block = _DECODER
     inherit_all = manifest_seq == 0
     rows: list[tuple[Any, ...]] = []
