@@ -55,6 +55,7 @@ from pyiceberg.avro.file import MAGIC, META_SCHEMA, SYNC_SIZE, AvroFileHeader
 from pyiceberg.avro.reader import (
     BinaryReader,
     BooleanReader,
+    DecimalReader,
     DefaultReader,
     DoubleReader,
     FloatReader,
@@ -286,6 +287,26 @@ class _Codegen(CodegenBase):
         else:
             self.lines.append(f"{indent}{self.bind(reader.skip)}(d)")
 
+    def skip_partition(self, reader: Reader) -> None:
+        """Step over a partition record: its fields' values in file order, a decimal as
+        the fixed bytes its reader reads (PyIceberg 0.12's ``DecimalReader.skip`` steps
+        over length-prefixed bytes instead, which is not how manifests store it)."""
+        if not isinstance(reader, StructReader):
+            raise TypeError(f"partition is not a struct: {reader!r}")
+        for _, field in reader.field_readers:
+            self.skip_value(field, "    ")
+
+    def skip_value(self, reader: Reader, indent: str) -> None:
+        if type(reader) is OptionReader:
+            self.lines.append(f"{indent}if read_int(d) > 0:")
+            self.skip_value(reader.option, indent + "    ")
+        elif isinstance(reader, DecimalReader):
+            self.lines.append(f"{indent}skip(d, {int(reader._length)})")
+        elif isinstance(reader, DefaultReader | NoneReader):  # not in the file: no bytes
+            self.lines.append(f"{indent}pass")
+        else:
+            self.skip(reader, None, indent)
+
     def skip_stats(self, reader: Reader, indent: str) -> None:
         """Step over a column stats map (as :func:`stats_skipper`, inlined)."""
         shape = _stats_map_shape(reader)
@@ -343,7 +364,7 @@ class _Codegen(CodegenBase):
             elif field_id == _PARTITION_ID and self.raw_partition:
                 # the record's bytes as they are in the block (``data``: the block's bytes)
                 self.lines.append("    p0 = tell(d)")
-                self.skip(child, None)
+                self.skip_partition(child)
                 self.lines.append(f"    r{slot} = data[p0:tell(d)]")
                 self.results[slot] = f"r{slot}"
             elif field_id == _PARTITION_ID:
