@@ -140,6 +140,19 @@ def native_decoder() -> Decoder | None:
     return decode
 
 
+def native_split_ids() -> Callable[..., pa.Array] | None:
+    """The compiled module's ``split_ids(snapshot_id, paths, path_index, starts,
+    lengths)`` (split ids of many splits at once, byte-identical to
+    :func:`icefloe.splits.split.split_id_maker`, hashed with the GIL released), when the
+    compiled decoder is in use and has it; else None (ids are made one by one)."""
+    if native_decoder() is None:
+        return None
+    from icefloe.enumerator import _native_manifest
+
+    split_ids: Callable[..., pa.Array] | None = getattr(_native_manifest, "split_ids", None)
+    return split_ids
+
+
 def decoder() -> tuple[Decoder, bool]:
     """The decoder planning uses now, and whether it releases the GIL (the compiled one)."""
     native = native_decoder()

@@ -22,6 +22,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.transforms import VoidTransform
 
+from icefloe.enumerator import columnar
 from icefloe.enumerator.columnar import PartitionValues
 from icefloe.enumerator.deletes import INITIAL_SEQUENCE_NUMBER, DeleteIndex, partition_tuple
 from icefloe.enumerator.discovery import (
@@ -57,6 +58,8 @@ class ManifestFiles(NamedTuple):
     split_offsets: pa.Array
     sequence_number: list[int]
     lower: list[bytes | None] | None
+    batch: pa.RecordBatch
+    """The kept rows as decoded (the Arrow columns of the lists above)."""
 
 
 class SplitPlanner(Protocol):
@@ -243,6 +246,7 @@ class TableSplitPlanner:
             batch.column("file_size").to_pylist(), batch.column("split_offsets"),
             batch.column("sequence_number").fill_null(INITIAL_SEQUENCE_NUMBER).to_pylist(),
             None if lower_of is None else batch.column(f"lower_{lower_of}").to_pylist(),
+            batch,
         )
 
     def _survivors(self, batch: pa.RecordBatch, spec_id: int, values: list[tuple[Any, ...]],
@@ -285,8 +289,11 @@ class TableSplitPlanner:
         order, ordinals from 0. A manifest at a time: split ids and splits built in one
         loop over its columns; a manifest wholly before ``start_ordinal`` whose files are
         one split each is counted, never built."""
+        import numpy as np  # imported when planning, not with the module
+
         split_size = self.split_size
         split_id = self.split_ids(snapshot_id)
+        many_ids = columnar.native_split_ids()
         ordinal = 0
         for decoded in self._decoded(snapshot_id, data, added_only, contents):
             files = self.files_of(decoded)
@@ -299,15 +306,22 @@ class TableSplitPlanner:
                     ordinal += n
                     continue
                 skip = max(0, start_ordinal - ordinal)
-                columns: list[list[Any]] = [files.path, files.file_format, files.partition,
-                           files.record_count, files.file_size, files.sequence_number]
+                if many_ids is not None:  # whole-file ranges: (path, 0, size) per file
+                    ids = many_ids(snapshot_id, files.batch.column("file_path"),
+                                   np.arange(n), np.zeros(n, np.int64),
+                                   files.batch.column("file_size").to_numpy()).to_pylist()
+                else:
+                    ids = [split_id(path, 0, size)
+                           for path, size in zip(files.path, files.file_size, strict=True)]
+                columns: list[list[Any]] = [ids, files.path, files.file_format,
+                                            files.partition, files.record_count,
+                                            files.file_size, files.sequence_number]
                 if skip:
                     columns = [c[skip:] for c in columns]
-                for at, path, fmt, partition, records, size, seq in zip(
+                for at, sid, path, fmt, partition, records, size, seq in zip(
                         itertools.count(ordinal + skip), *columns):
-                    yield new_split(split_id(path, 0, size), path, fmt, 0, size, records,
-                                    size, records, spec_id, partition, snapshot_id, seq, at,
-                                    ())
+                    yield new_split(sid, path, fmt, 0, size, records, size, records, spec_id,
+                                    partition, snapshot_id, seq, at, ())
                 ordinal += n
                 continue
             for path, fmt, partition, records, size, offsets, seq in zip(
