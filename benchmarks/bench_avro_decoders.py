@@ -1,6 +1,8 @@
 """Avro data-file decoders compared: which one icefloe reads Avro data files with.
 
 ``python -m benchmarks.bench_avro_decoders [--rows N] [--reps R]``
+``python -m benchmarks.bench_avro_decoders --manifests [--files N] [--reps R]``: the
+manifest decoders instead (issue 31), see :func:`manifest_main`.
 
 One Iceberg Avro data file (default 1M rows, 10 columns: longs, ints, doubles, a float,
 two strings, a boolean, a date, a timestamptz; ~5% nulls in the optional columns;
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import importlib.util
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -161,11 +164,136 @@ def decode_fastavro(path: Path) -> int:
         return sum(1 for _ in fastavro.reader(f))
 
 
+MANIFEST_BASE = ["status", "snapshot_id", "sequence_number", "data_file.file_path",
+                 "data_file.file_format", "data_file.partition", "data_file.record_count",
+                 "data_file.file_size_in_bytes", "data_file.split_offsets"]
+MANIFEST_STATS = ["data_file.value_counts", "data_file.null_value_counts",
+                  "data_file.nan_value_counts", "data_file.lower_bounds",
+                  "data_file.upper_bounds"]
+STATS_IDS = (1, 2, 3, 4, 5)
+
+
+def _duckdb() -> Any:
+    """A DuckDB connection with the avro extension of the ``duckdb-extension-avro`` wheel."""
+    import duckdb
+    import duckdb_extension_avro
+
+    ext = next(Path(duckdb_extension_avro.__file__).parent.rglob("*.duckdb_extension"))
+    con = duckdb.connect(config={"allow_unsigned_extensions": True,
+                                 "autoinstall_known_extensions": False})
+    con.execute(f"LOAD '{ext}'")
+    return con
+
+
+def manifest_contenders(manifests: list[Any], contents: list[bytes], threads: int,
+                        stats: bool) -> dict[str, Callable[[], int]]:
+    """Each manifest decoder as ``() -> live entries decoded``, over all ``manifests``
+    (whose file bytes are ``contents``) on ``threads`` Python threads (DuckDB: one query
+    with ``threads`` DuckDB threads); ``stats``: the five column stats maps too."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from icefloe.enumerator.manifest_decoder import iter_live_data_files
+
+    pool = ThreadPoolExecutor(threads)
+    pairs = list(zip(manifests, contents, strict=True))
+    chunks = [pairs[i::threads] for i in range(threads)]
+
+    def on_threads(one: Callable[[Any, bytes], int]) -> Callable[[], int]:
+        def run() -> int:
+            return sum(pool.map(lambda chunk: sum(one(m, c) for m, c in chunk), chunks))
+        return run
+
+    keep_all = (lambda _stats: True) if stats else None
+    out: dict[str, Callable[[], int]] = {
+        "icefloe (pure Python)": on_threads(
+            lambda m, c: sum(1 for _ in iter_live_data_files(c, m, keep_all))),
+    }
+    from pyiceberg.io.pyarrow import PyArrowFileIO
+
+    io = PyArrowFileIO()
+    out["PyIceberg (Cython), all fields"] = on_threads(
+        lambda m, c: len(m.fetch_manifest_entry(io, discard_deleted=True)))
+    try:
+        from icefloe.enumerator._native_manifest import decode_manifest
+    except ImportError:
+        pass
+    else:
+        ids = STATS_IDS if stats else ()
+        out["icefloe C (_native_manifest)"] = on_threads(
+            lambda m, c: decode_manifest(c, manifest_seq=m.sequence_number,
+                                         added_by=m.added_snapshot_id, added_only=False,
+                                         stats_ids=ids).num_rows)
+    if importlib.util.find_spec("pyiceberg_core") is not None:
+        from pyiceberg_core import manifest as core_manifest
+
+        out["pyiceberg-core, all fields"] = on_threads(
+            lambda m, c: len(core_manifest.read_manifest_entries(c).entries()))
+    if importlib.util.find_spec("polars") is not None:
+        import io as _io
+
+        import polars as pl
+
+        out["polars read_avro"] = on_threads(
+            lambda m, c: pl.read_avro(_io.BytesIO(c)).filter(pl.col("status") != 2)
+            .select("status", "sequence_number",
+                    pl.col("data_file").struct.field(
+                        *[f.split(".")[1] for f in MANIFEST_BASE[3:]
+                          + (MANIFEST_STATS if stats else [])])).height)
+    if importlib.util.find_spec("duckdb_extension_avro") is not None:
+        con = _duckdb()
+        con.execute(f"SET threads = {threads}")
+        paths = [m.manifest_path.removeprefix("file://") for m in manifests]
+        columns = ", ".join(MANIFEST_BASE + (MANIFEST_STATS if stats else []))
+        query = f"SELECT {columns} FROM read_avro({paths!r}) WHERE status <> 2"
+        out["DuckDB read_avro (SQL -> Arrow)"] = lambda: con.sql(query).arrow().read_all().num_rows
+    return out
+
+
+def manifest_main(files: int, reps: int) -> None:
+    """The manifest decoders on the planning benchmark's manifests
+    (:func:`benchmarks.common.synthetic_table`: 2,000 entries a manifest, stats for 5
+    columns, deflate): live entries per second, 1 and 2 threads, without and with the
+    stats maps. Optional contenders run when importable (``pyiceberg_core``, ``polars``:
+    ``uv pip install --target DIR`` and ``PYTHONPATH=DIR``)."""
+    import os
+
+    from benchmarks.common import synthetic_table
+
+    table = synthetic_table(files, 2).static()
+    manifests = table.current_snapshot().manifests(table.io)
+    contents = [Path(m.manifest_path.removeprefix("file://")).read_bytes() for m in manifests]
+    entries = files
+    print(f"{len(manifests)} manifests, {entries:,} entries, {reps} interleaved reps "
+          f"(medians; spread = (max - min) / median), load average "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at start")
+    rows = []
+    for stats in (False, True):
+        for threads in (1, 2):
+            results = interleaved(manifest_contenders(manifests, contents, threads, stats),
+                                  reps)
+            for name, runs in results.items():
+                assert all(n == entries for _, n in runs), (name, runs[0][1])
+                seconds = [s for s, _ in runs]
+                mid = median(seconds)
+                rows.append([name, "yes" if stats else "no", threads,
+                             fmt_rate(entries / mid, " entries/s"),
+                             f"{(max(seconds) - min(seconds)) / mid:.0%}"])
+    print(md_table(["decoder", "stats", "threads", "rate", "spread"], rows))
+    print(f"load average at end {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--manifests", action="store_true",
+                        help="compare the manifest decoders instead (issue 31)")
+    parser.add_argument("--files", type=int, default=20_000,
+                        help="--manifests: live entries (2,000 a manifest)")
     args = parser.parse_args()
+    if args.manifests:
+        manifest_main(args.files, args.reps)
+        return
     path = avro_file(args.rows)
     contenders = {"icefloe": lambda: read_icefloe(path),
                   "pyiceberg": lambda: read_pyiceberg(path)}
