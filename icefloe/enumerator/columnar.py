@@ -72,11 +72,10 @@ Decoder = Callable[..., "pa.RecordBatch"]
 
 def stats_columns(stats_ids: tuple[int, ...]) -> list[str]:
     """The stats columns a batch decoded with ``stats_ids`` has after :data:`BASE_COLUMNS`:
-    for each id, in order, ``value_count_k``, ``null_count_k``, ``nan_count_k``, then
-    for each id ``lower_k``, ``upper_k``."""
-    counts = [f"{name}_{k}" for k in stats_ids
-              for name in ("value_count", "null_count", "nan_count")]
-    return counts + [f"{name}_{k}" for k in stats_ids for name in ("lower", "upper")]
+    for each id ``k``, in order, ``value_count_k``, ``null_count_k``, ``nan_count_k``,
+    ``lower_k``, ``upper_k`` (the compiled decoder's reading of the contract's table)."""
+    return [f"{name}_{k}" for k in stats_ids
+            for name in ("value_count", "null_count", "nan_count", "lower", "upper")]
 
 
 def batch_schema(stats_ids: tuple[int, ...]) -> pa.Schema:

@@ -402,10 +402,10 @@ class _Codegen(CodegenBase):
         if self.raw_partition:  # a row of columns (:func:`column_rows`): no filter here
             head = "def decode_block(d, count, append, manifest_seq, inherit_all, data, added_by):"
             stats: list[str] = []
-            for slots in ((9, 10, 11), (12, 13)):  # counts, then bounds, per id
-                for i, k in enumerate(self.stats_ids):
-                    stats += [f"r{slot}_{i}" if r[slot] == "read"  # absent: the default's
-                              else f"({r[slot]} or {self.empty}).get({k})" for slot in slots]
+            for i, k in enumerate(self.stats_ids):  # per id: counts, then bounds
+                stats += [f"r{slot}_{i}" if r[slot] == "read"  # absent: the default's
+                          else f"({r[slot]} or {self.empty}).get({k})"
+                          for slot in (9, 10, 11, 12, 13)]
             row = ", ".join([path, "fmt", partition, records, size, offsets, "seq", *stats])
             emit = f"        append(({row},))"
         else:
@@ -601,7 +601,7 @@ def column_rows(content: bytes, manifest_seq: int, added_by: int | None,
     record_count, file_size, split_offsets, sequence_number)``, where ``partition`` is the
     raw Avro bytes of the entry's partition record (decode them with
     :func:`partition_decoder`); then, for each field id of ``stats_ids`` in order, its
-    value, null and NaN counts, then for each its lower and upper bounds (None where the
+    value, null and NaN counts and its lower and upper bounds (None where the
     map is null or absent or lacks the key; no map is built without ``stats_ids``). The rows of
     :func:`icefloe.enumerator.columnar.decode_manifest`'s pure-Python implementation.
 
