@@ -189,7 +189,10 @@ class ChangelogPlanner:
         files differ between the two (read from ``snapshot``'s data ``manifests``)."""
         data = [m for m in manifests if m.content == ManifestContent.DATA]
         planner = self.planner
-        for decoded in decoded_manifests(self.io, data, snapshot.snapshot_id):
+        sid = snapshot.snapshot_id
+        for decoded in decoded_manifests(
+                self.io, data, sid,
+                prepare=lambda batch: TableSplitPlanner.prepare(batch, sid, None)):
             spec_id = decoded.manifest.partition_spec_id
             files = planner.files_of(decoded, unfiltered=True)
             for path, fmt, partition, records, size, seq in zip(

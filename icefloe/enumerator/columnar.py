@@ -217,6 +217,10 @@ class PartitionValues:
             value = self._memo[key] = partition_decoder(avro_schema)(raw)
         return value
 
+    def values(self, avro_schema: str, distinct: pa.Array) -> list[tuple[Any, ...]]:
+        """The partition values of each raw value of ``distinct`` (a binary array)."""
+        return [self.decode(avro_schema, raw) for raw in distinct.to_pylist()]
+
     def column(self, avro_schema: str, partitions: pa.Array
                ) -> tuple[list[tuple[Any, ...]], np.ndarray]:
         """The distinct partition values of a ``partition`` column (first-seen order) and,
@@ -224,8 +228,8 @@ class PartitionValues:
         import pyarrow.compute as pc
 
         encoded = pc.dictionary_encode(partitions)
-        values = [self.decode(avro_schema, raw) for raw in encoded.dictionary.to_pylist()]
-        return values, encoded.indices.to_numpy(zero_copy_only=False)
+        return (self.values(avro_schema, encoded.dictionary),
+                encoded.indices.to_numpy(zero_copy_only=False))
 
 
 _INT_WIDTHS: dict[type, int] = {IntegerType: 4, DateType: 4, LongType: 8, TimeType: 8,

@@ -291,11 +291,14 @@ class DecodedManifest(NamedTuple):
     """The manifest's Avro writer schema: what its raw ``partition`` values decode with."""
     batch: pa.RecordBatch
     """Its live (``added_only``: added) data files, one row each, in file order."""
+    prepared: Any = None
+    """What ``prepare`` made of the batch (None without ``prepare``)."""
 
 
 def decoded_manifests(io: FileIO, manifests: list[ManifestFile], snapshot_id: int, *,
                       added_only: bool = False, stats_ids: tuple[int, ...] = (),
                       contents: Iterable[bytes | Exception] | None = None,
+                      prepare: Callable[[pa.RecordBatch], Any] | None = None,
                       ) -> Iterator[DecodedManifest]:
     """Each of the data ``manifests`` decoded into columns
     (:func:`icefloe.enumerator.columnar.decode_manifest`'s contract; ``stats_ids``: the
@@ -307,6 +310,9 @@ def decoded_manifests(io: FileIO, manifests: list[ManifestFile], snapshot_id: in
     pure-Python one the bytes are fetched on the manifest pool (``lookahead`` in flight)
     and decoded in the calling thread, one manifest at a time. ``contents``: what
     :func:`fetch_bytes` returned for each manifest, in order (fetched ahead).
+    ``prepare``: run on each batch where it was decoded (on the pool with the compiled
+    decoder: array work that releases the GIL belongs there, where it does not stall the
+    caller), its result is :attr:`DecodedManifest.prepared`.
 
     Raises:
         DataFileError: a manifest is missing or unreadable (names it and the snapshot),
@@ -315,7 +321,7 @@ def decoded_manifests(io: FileIO, manifests: list[ManifestFile], snapshot_id: in
     decode, parallel = columnar.decoder()
 
     def work(item: tuple[ManifestFile, bytes | Exception | None]
-             ) -> tuple[str, pa.RecordBatch] | Exception:
+             ) -> tuple[str, pa.RecordBatch, Any] | Exception:
         manifest, content = item
         if content is None:
             content = fetch_bytes(io, manifest.manifest_path)
@@ -323,11 +329,12 @@ def decoded_manifests(io: FileIO, manifests: list[ManifestFile], snapshot_id: in
             return content
         try:
             schema = writer_schema(content)
-            return schema, decode(content, manifest_seq=manifest.sequence_number,
-                                  added_by=manifest.added_snapshot_id,
-                                  added_only=added_only, stats_ids=stats_ids)
+            batch = decode(content, manifest_seq=manifest.sequence_number,
+                           added_by=manifest.added_snapshot_id, added_only=added_only,
+                           stats_ids=stats_ids)
         except Exception as exc:
             return exc
+        return schema, batch, None if prepare is None else prepare(batch)
 
     fetched: Iterable[bytes | Exception | None]
     if contents is not None:

@@ -60,6 +60,19 @@ class ManifestFiles(NamedTuple):
     lower: list[bytes | None] | None
     batch: pa.RecordBatch
     """The kept rows as decoded (the Arrow columns of the lists above)."""
+    split_ids: list[str] | None
+    """Each file's whole-file split id, when they were made in arrays (else None)."""
+
+
+class Prepared(NamedTuple):
+    """:meth:`TableSplitPlanner.prepare` of one decoded batch."""
+
+    partitions: pa.Array
+    """The distinct raw partition values (first-seen order)."""
+    indices: np.ndarray
+    """Per row, the index of its partition among them."""
+    sequence_numbers: pa.Array
+    split_ids: pa.Array | None
 
 
 class SplitPlanner(Protocol):
@@ -212,14 +225,42 @@ class TableSplitPlanner:
 
     def _decoded(self, snapshot_id: int, data: list[ManifestFile], added_only: bool,
                  contents: Iterable[bytes | Exception] | None, extra_stats: int | None = None,
-                 ) -> Iterator[DecodedManifest]:
+                 whole_file_ids: bool = False) -> Iterator[DecodedManifest]:
         """:func:`decoded_manifests` of ``data`` with the stats columns the filter reads
-        (and those of ``extra_stats``, a field id)."""
+        (and those of ``extra_stats``, a field id), each batch prepared where it was
+        decoded (:meth:`prepare`; ``whole_file_ids``: with every file's whole-file split
+        id, where the compiled module makes them)."""
         stats_ids = self.filters.stats_ids
         if extra_stats is not None and extra_stats not in stats_ids:
             stats_ids = tuple(sorted((*stats_ids, extra_stats)))
+        many_ids = columnar.native_split_ids() if whole_file_ids else None
+
+        def prepare(batch: pa.RecordBatch) -> Prepared:
+            return self.prepare(batch, snapshot_id, many_ids)
+
         return decoded_manifests(self.io, data, snapshot_id, added_only=added_only,
-                                 stats_ids=stats_ids, contents=contents)
+                                 stats_ids=stats_ids, contents=contents, prepare=prepare)
+
+    @staticmethod
+    def prepare(batch: pa.RecordBatch, snapshot_id: int,
+                many_ids: Callable[..., pa.Array] | None) -> Prepared:
+        """The array work on one decoded batch that needs no Python object per file: the
+        partition column dictionary-encoded, null sequence numbers as
+        :data:`INITIAL_SEQUENCE_NUMBER` and, with ``many_ids``, every file's whole-file
+        split id. Runs where the batch was decoded (a pool thread with the compiled
+        decoder), so the planning thread does not give up the GIL for it."""
+        import numpy as np
+        import pyarrow.compute as pc
+
+        encoded = pc.dictionary_encode(batch.column("partition"))
+        n = batch.num_rows
+        ids = None
+        if many_ids is not None and n:
+            ids = many_ids(snapshot_id, batch.column("file_path"), np.arange(n),
+                           np.zeros(n, np.int64), batch.column("file_size").to_numpy())
+        return Prepared(encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False),
+                        batch.column("sequence_number").fill_null(INITIAL_SEQUENCE_NUMBER),
+                        ids)
 
     def files_of(self, decoded: DecodedManifest, lower_of: int | None = None,
                  unfiltered: bool = False) -> ManifestFiles:
@@ -229,13 +270,18 @@ class TableSplitPlanner:
         distinct partition value, the array pre-filter (:class:`MetricsPrefilter`), then
         PyIceberg's metrics evaluator on the survivors only."""
         batch = decoded.batch
-        values, indices = self.partitions.column(decoded.writer_schema,
-                                                 batch.column("partition"))
+        prepared: Prepared = decoded.prepared
+        values = self.partitions.values(decoded.writer_schema, prepared.partitions)
+        indices = prepared.indices
+        sequence_numbers = prepared.sequence_numbers
+        ids = prepared.split_ids
         if self.filters.metrics_ok is not None and batch.num_rows and not unfiltered:
             rows = self._survivors(batch, decoded.manifest.partition_spec_id, values, indices)
             if rows is not None:
                 batch = batch.take(rows)
                 indices = indices[rows]
+                sequence_numbers = sequence_numbers.take(rows)
+                ids = None if ids is None else ids.take(rows)
         if len(values) == 1:
             partition: list[Any] = [values[0]] * batch.num_rows
         else:
@@ -244,9 +290,9 @@ class TableSplitPlanner:
             batch.column("file_path").to_pylist(), batch.column("file_format").to_pylist(),
             partition, batch.column("record_count").to_pylist(),
             batch.column("file_size").to_pylist(), batch.column("split_offsets"),
-            batch.column("sequence_number").fill_null(INITIAL_SEQUENCE_NUMBER).to_pylist(),
+            sequence_numbers.to_pylist(),
             None if lower_of is None else batch.column(f"lower_{lower_of}").to_pylist(),
-            batch,
+            batch, None if ids is None else ids.to_pylist(),
         )
 
     def _survivors(self, batch: pa.RecordBatch, spec_id: int, values: list[tuple[Any, ...]],
@@ -294,8 +340,10 @@ class TableSplitPlanner:
         split_size = self.split_size
         split_id = self.split_ids(snapshot_id)
         many_ids = columnar.native_split_ids()
+        unfiltered = self.filters.metrics_ok is None
         ordinal = 0
-        for decoded in self._decoded(snapshot_id, data, added_only, contents):
+        for decoded in self._decoded(snapshot_id, data, added_only, contents,
+                                     whole_file_ids=deletes is None and unfiltered):
             files = self.files_of(decoded)
             n = len(files.path)
             if not n:
@@ -306,7 +354,9 @@ class TableSplitPlanner:
                     ordinal += n
                     continue
                 skip = max(0, start_ordinal - ordinal)
-                if many_ids is not None:  # whole-file ranges: (path, 0, size) per file
+                if files.split_ids is not None:  # made where the batch was decoded
+                    ids = files.split_ids
+                elif many_ids is not None:  # whole-file ranges: (path, 0, size) per file
                     ids = many_ids(snapshot_id, files.batch.column("file_path"),
                                    np.arange(n), np.zeros(n, np.int64),
                                    files.batch.column("file_size").to_numpy()).to_pylist()
