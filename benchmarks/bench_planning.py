@@ -56,6 +56,8 @@ SPEED_TARGET = 3.0
 JAVA_TARGET = 1.0
 WARM_TARGET = 1.5  # issue 31: rate vs a warm JVM's planFiles(), no filter
 WARM_FILTER_TARGET = 1.2  # and with the filter
+SKIP_PYICEBERG = "ICEFLOE_BENCH_SKIP_PYICEBERG"
+"""``1``: no PyIceberg rows (minutes at 1M), for repeated runs that compare with Java."""
 MEMORY_TARGET_MB = 300.0
 ROWS_PER_FILE = 100_000  # the synthetic files' id ranges: file i holds ids i*100k ..
 KEEP = 0.1
@@ -116,14 +118,17 @@ def run(scale: str) -> str:
     n_files = pick(scale, 100_000, 1_000_000)
     reps = pick(scale, 3, 3)
     pyiceberg_reps = pick(scale, 3, 2)  # ~3 min per run at 1M
+    if os.environ.get(SKIP_PYICEBERG) == "1":  # repeated runs against Java only
+        pyiceberg_reps = 0
     st = synthetic_table(n_files, 2)  # build (cached) before timing
     cp, why_not = java_planning.classpath()
     contenders: dict[str, Callable[[], dict[str, Any]]] = {}
     from icefloe.enumerator import columnar
 
     native = columnar.native_decoder() is not None
-    planners: tuple[str, ...] = (("icefloe", "icefloe-py", "pyiceberg") if native
-                                 else ("icefloe", "pyiceberg"))
+    planners: tuple[str, ...] = ("icefloe", "icefloe-py") if native else ("icefloe",)
+    if pyiceberg_reps:
+        planners += ("pyiceberg",)
     for filtered in (False, True):
         suffix = "-filter" if filtered else ""
         for name in planners:
@@ -178,13 +183,12 @@ def run(scale: str) -> str:
             rows.append(["Java `planFiles()`, warm (2nd pass)", filt, f"{jw[0]['count']:,}",
                          fmt_s(w), f"{n_files / w:,.0f}", vs_java(w, filtered), "-",
                          ", ".join(fmt_s(x["warm_s"]) for x in jw)])
-        rows.append(row("pyiceberg" + suffix, "PyIceberg `plan_files()`", filt))
+        if pyiceberg_reps:
+            rows.append(row("pyiceberg" + suffix, "PyIceberg `plan_files()`", filt))
     if "java-1thread" in res:
         rows.append(row("java-1thread", "Java `planFiles()`, 1 worker thread, fresh JVM",
                         "none"))
 
-    speedup = t["pyiceberg"] / t["icefloe"]
-    speedup_f = t["pyiceberg-filter"] / t["icefloe-filter"]
     lines = [
         f"icefloe planned with the {decoder_name}"
         + (" (rows 'pure-Python decoder': `ICEFLOE_NATIVE_DECODER=0`)" if native else "")
@@ -195,10 +199,16 @@ def run(scale: str) -> str:
         f"{reps} rotating runs each ({pyiceberg_reps} for PyIceberg), medians. Load average "
         f"during the runs: {min(loads):.1f}-{max(loads):.1f} (2 cores).",
         "",
-        f"- icefloe is **{speedup:.2f}x** faster than PyIceberg `plan_files()` without a "
-        f"filter, **{speedup_f:.2f}x** with it (target >= {SPEED_TARGET}x: "
-        f"{verdict(min(speedup, speedup_f) >= SPEED_TARGET)})",
     ]
+    if pyiceberg_reps:
+        speedup = t["pyiceberg"] / t["icefloe"]
+        speedup_f = t["pyiceberg-filter"] / t["icefloe-filter"]
+        lines.append(
+            f"- icefloe is **{speedup:.2f}x** faster than PyIceberg `plan_files()` without a "
+            f"filter, **{speedup_f:.2f}x** with it (target >= {SPEED_TARGET}x: "
+            f"{verdict(min(speedup, speedup_f) >= SPEED_TARGET)})")
+    else:
+        lines.append(f"- PyIceberg: not run ({SKIP_PYICEBERG}=1)")
     if "java" in t:
         for suffix, label in (("", "without a filter"), ("-filter", "with the filter")):
             cold = t["java" + suffix] / t["icefloe" + suffix]
@@ -221,8 +231,9 @@ def run(scale: str) -> str:
     worst = max(x["over_mb"] for n in ("icefloe", "icefloe-filter") for x in res[n])
     lines.append(
         f"- icefloe enumerator peak **{mem['icefloe']:.0f} MB** over baseline "
-        f"({mem['icefloe-filter']:.0f} MB filtered) vs {mem['pyiceberg']:.0f} MB for "
-        f"PyIceberg (target < {MEMORY_TARGET_MB:.0f} MB: "
+        f"({mem['icefloe-filter']:.0f} MB filtered)"
+        + (f" vs {mem['pyiceberg']:.0f} MB for PyIceberg" if "pyiceberg" in mem else "")
+        + f" (target < {MEMORY_TARGET_MB:.0f} MB: "
         f"{verdict(worst < MEMORY_TARGET_MB)}; worst run {worst:.0f} MB)")
     return "\n".join(lines) + "\n\n" + md_table(
         ["planner", "filter", "files planned", "median", "entries/s",
