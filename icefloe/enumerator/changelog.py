@@ -44,7 +44,7 @@ from pyiceberg.table.snapshots import Snapshot
 
 from icefloe.enumerator.deletes import INITIAL_SEQUENCE_NUMBER, DeleteIndex
 from icefloe.enumerator.discovery import (
-    live_data_files_of,
+    decoded_manifests,
     snapshot_changes,
     snapshot_manifests,
 )
@@ -188,12 +188,18 @@ class ChangelogPlanner:
         """Data files live in the parent and in ``snapshot`` whose applicable delete
         files differ between the two (read from ``snapshot``'s data ``manifests``)."""
         data = [m for m in manifests if m.content == ManifestContent.DATA]
-        for manifest, files in live_data_files_of(self.io, data, snapshot.snapshot_id):
-            spec_id = manifest.partition_spec_id
-            for path, fmt, partition, records, size, _offsets, seq in files:
+        planner = self.planner
+        sid = snapshot.snapshot_id
+        for decoded in decoded_manifests(
+                self.io, data, sid,
+                prepare=lambda batch: TableSplitPlanner.prepare(batch, sid, None)):
+            spec_id = decoded.manifest.partition_spec_id
+            files = planner.files_of(decoded, unfiltered=True)
+            for path, fmt, partition, records, size, seq in zip(
+                    files.path, files.file_format, files.partition, files.record_count,
+                    files.file_size, files.sequence_number, strict=True):
                 if path in added_paths:
                     continue
-                seq = seq or INITIAL_SEQUENCE_NUMBER
                 before = before_index.for_data_file(seq, path, spec_id, partition)
                 after = after_index.for_data_file(seq, path, spec_id, partition)
                 if before != after:

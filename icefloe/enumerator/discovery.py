@@ -28,7 +28,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import cache
-from typing import NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from pyiceberg.avro.decoder import new_decoder
 from pyiceberg.avro.file import AvroFile
@@ -37,6 +37,7 @@ from pyiceberg.expressions.parser import parse as parse_filter
 from pyiceberg.expressions.visitors import (
     _InclusiveMetricsEvaluator,
     expression_evaluator,
+    extract_field_ids,
     inclusive_projection,
     manifest_evaluator,
 )
@@ -53,6 +54,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot
 
+from icefloe.enumerator import columnar
 from icefloe.enumerator.manifest_decoder import (
     ENTRY_SCHEMA,
     RECORD_READ_ENUMS,
@@ -62,10 +64,14 @@ from icefloe.enumerator.manifest_decoder import (
     LiveDataFile,
     iter_live_data_files,
     own_entries,
+    writer_schema,
 )
 from icefloe.enumerator.manifest_list_decoder import added_manifests
 from icefloe.errors import DataFileError
 from icefloe.reader.names import rename_references
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 log = logging.getLogger(__name__)
 
@@ -103,10 +109,18 @@ class FilterEvaluators:
             else AlwaysTrue()
         )
         self.always_true = filter_text is None
-        self._metrics = (
-            None if self.always_true
-            else _InclusiveMetricsEvaluator(schema, self.row_filter, case_sensitive, False).eval
-        )
+        evaluator = (None if self.always_true
+                     else _InclusiveMetricsEvaluator(schema, self.row_filter, case_sensitive,
+                                                     False))
+        self._metrics = None if evaluator is None else evaluator.eval
+        self.metrics_ok: KeepFile | None = self._metrics  # type: ignore[assignment]
+        """PyIceberg's metrics evaluator on a :class:`FileStats` (None without a filter)."""
+        self.stats_ids: tuple[int, ...] = (
+            () if evaluator is None else tuple(sorted(extract_field_ids(evaluator.expr))))
+        """The field ids whose stats the metrics evaluator reads (ascending)."""
+        self.prefilter = (None if evaluator is None
+                          else columnar.MetricsPrefilter(evaluator.expr) or None)
+        """What of the filter array operations prune exactly (None: nothing)."""
 
     @cache  # noqa: B019 - one instance per plan; bounded by the number of specs
     def _projection(self, spec_id: int) -> BooleanExpression | None:
@@ -153,6 +167,22 @@ class FilterEvaluators:
             # partition values are a tuple: PyIceberg's accessors index it as a Record
             return evaluate(stats.partition) and metrics(stats)  # type: ignore[arg-type]
         return keep
+
+    @cache  # noqa: B019
+    def partition_value_ok(self, spec_id: int) -> Callable[[tuple[Any, ...]], bool] | None:
+        """The partition pruning of :meth:`stats_ok` on one partition tuple of spec
+        ``spec_id``; None when nothing is pruned on partitions (no filter, or one that
+        projects to AlwaysTrue)."""
+        if self._metrics is None:
+            return None
+        projected = self._projection(spec_id)
+        if projected is None or isinstance(projected, AlwaysTrue):
+            return None
+        spec = self.metadata.specs()[spec_id]
+        part_schema = Schema(*spec.partition_type(self.schema).fields)
+        evaluate: Callable[[Any], bool] = expression_evaluator(part_schema, projected,
+                                                               self.case_sensitive)
+        return evaluate
 
     def file_ok(self, data_file: DataFile) -> bool:
         if self._metrics is None:
@@ -257,6 +287,77 @@ def live_data_files_of(io: FileIO, manifests: list[ManifestFile], snapshot_id: i
             raise unreadable(manifest, content) from content
         keep = keep_for(manifest.partition_spec_id) if keep_for else None
         yield manifest, files_of(manifest, content, keep)
+
+
+class DecodedManifest(NamedTuple):
+    """One data manifest decoded into columns (:mod:`icefloe.enumerator.columnar`)."""
+
+    manifest: ManifestFile
+    writer_schema: str
+    """The manifest's Avro writer schema: what its raw ``partition`` values decode with."""
+    batch: pa.RecordBatch
+    """Its live (``added_only``: added) data files, one row each, in file order."""
+    prepared: Any = None
+    """What ``prepare`` made of the batch (None without ``prepare``)."""
+
+
+def decoded_manifests(io: FileIO, manifests: list[ManifestFile], snapshot_id: int, *,
+                      added_only: bool = False, stats_ids: tuple[int, ...] = (),
+                      contents: Iterable[bytes | Exception] | None = None,
+                      prepare: Callable[[pa.RecordBatch], Any] | None = None,
+                      ) -> Iterator[DecodedManifest]:
+    """Each of the data ``manifests`` decoded into columns
+    (:func:`icefloe.enumerator.columnar.decode_manifest`'s contract; ``stats_ids``: the
+    stats columns to decode), in order; with ``added_only`` (``manifests`` are those
+    ``snapshot_id`` added), only the files ``snapshot_id`` added.
+
+    With the compiled decoder (it releases the GIL) each manifest is fetched and decoded
+    on the decoding pool, several at once, a bounded number ahead of the caller; with the
+    pure-Python one the bytes are fetched on the manifest pool (``lookahead`` in flight)
+    and decoded in the calling thread, one manifest at a time. ``contents``: what
+    :func:`fetch_bytes` returned for each manifest, in order (fetched ahead).
+    ``prepare``: run on each batch where it was decoded (on the pool with the compiled
+    decoder: array work that releases the GIL belongs there, where it does not stall the
+    caller), its result is :attr:`DecodedManifest.prepared`.
+
+    Raises:
+        DataFileError: a manifest is missing or unreadable (names it and the snapshot),
+            when it is reached.
+    """
+    decode, parallel = columnar.decoder()
+
+    def work(item: tuple[ManifestFile, bytes | Exception | None]
+             ) -> tuple[str, pa.RecordBatch, Any] | Exception:
+        manifest, content = item
+        if content is None:
+            content = fetch_bytes(io, manifest.manifest_path)
+        if isinstance(content, Exception):
+            return content
+        try:
+            schema = writer_schema(content)
+            batch = decode(content, manifest_seq=manifest.sequence_number,
+                           added_by=manifest.added_snapshot_id, added_only=added_only,
+                           stats_ids=stats_ids)
+        except Exception as exc:
+            return exc
+        return schema, batch, None if prepare is None else prepare(batch)
+
+    fetched: Iterable[bytes | Exception | None]
+    if contents is not None:
+        fetched = contents
+    elif parallel:
+        fetched = itertools.repeat(None)
+    else:
+        fetched = ordered_map(lambda m: fetch_bytes(io, m.manifest_path), manifests)
+    items = zip(manifests, fetched, strict=contents is not None)
+    for manifest, got in zip(manifests, columnar.decode_in_order(work, items, parallel),
+                             strict=False):
+        if isinstance(got, Exception):
+            raise DataFileError(
+                f"cannot read manifest {manifest.manifest_path} of snapshot {snapshot_id}: "
+                f"{type(got).__name__}: {got}"
+            ) from got
+        yield DecodedManifest(manifest, *got)
 
 
 def snapshot_manifests(io: FileIO, snapshot: Snapshot) -> list[ManifestFile]:

@@ -55,6 +55,7 @@ from pyiceberg.avro.file import MAGIC, META_SCHEMA, SYNC_SIZE, AvroFileHeader
 from pyiceberg.avro.reader import (
     BinaryReader,
     BooleanReader,
+    DecimalReader,
     DefaultReader,
     DoubleReader,
     FloatReader,
@@ -254,14 +255,25 @@ class CodegenBase:
 class _Codegen(CodegenBase):
     """Builds the source of ``decode_entry(d)`` from a resolved entry reader."""
 
-    def __init__(self, with_stats: bool = False) -> None:
+    def __init__(self, with_stats: bool = False, raw_partition: bool = False,
+                 stats_ids: tuple[int, ...] = ()) -> None:
         super().__init__("read_ints", "read_int_bytes_dict", "tell")
         self.with_stats = with_stats
+        self.raw_partition = raw_partition
+        self.stats_ids = stats_ids
+        self.empty = self.bind({})  # never written to
         self.results = ["None"] * (_STATS_SLOTS if with_stats else _SLOTS)
 
     def skip(self, reader: Reader, field_id: int | None, indent: str = "    ") -> None:
         """Statements that step over one value as ``reader.skip(d)`` would."""
-        if self.with_stats and field_id in _FILTER_STATS_SLOTS:
+        if self.with_stats and self.raw_partition and field_id in _FILTER_STATS_SLOTS:
+            # rows of columns: the values of the wanted keys, not the map (no dict lives on)
+            slot = _FILTER_STATS_SLOTS[field_id]
+            self.lines.append(f"{indent}m = {self.bind(stats_reader(reader))}(d) or {self.empty}")
+            self.lines += [f"{indent}r{slot}_{i} = m.get({k})"
+                           for i, k in enumerate(self.stats_ids)]
+            self.results[slot] = "read"
+        elif self.with_stats and field_id in _FILTER_STATS_SLOTS:
             slot = _FILTER_STATS_SLOTS[field_id]  # read, not skipped: the filter needs it
             self.lines.append(f"{indent}r{slot} = {self.bind(stats_reader(reader))}(d)")
             self.results[slot] = f"r{slot}"
@@ -274,6 +286,26 @@ class _Codegen(CodegenBase):
             self.lines.append(f"{indent}{inline}(d)")
         else:
             self.lines.append(f"{indent}{self.bind(reader.skip)}(d)")
+
+    def skip_partition(self, reader: Reader) -> None:
+        """Step over a partition record: its fields' values in file order, a decimal as
+        the fixed bytes its reader reads (PyIceberg 0.12's ``DecimalReader.skip`` steps
+        over length-prefixed bytes instead, which is not how manifests store it)."""
+        if not isinstance(reader, StructReader):
+            raise TypeError(f"partition is not a struct: {reader!r}")
+        for _, field in reader.field_readers:
+            self.skip_value(field, "    ")
+
+    def skip_value(self, reader: Reader, indent: str) -> None:
+        if type(reader) is OptionReader:
+            self.lines.append(f"{indent}if read_int(d) > 0:")
+            self.skip_value(reader.option, indent + "    ")
+        elif isinstance(reader, DecimalReader):
+            self.lines.append(f"{indent}skip(d, {int(reader._length)})")
+        elif isinstance(reader, DefaultReader | NoneReader):  # not in the file: no bytes
+            self.lines.append(f"{indent}pass")
+        else:
+            self.skip(reader, None, indent)
 
     def skip_stats(self, reader: Reader, indent: str) -> None:
         """Step over a column stats map (as :func:`stats_skipper`, inlined)."""
@@ -329,6 +361,12 @@ class _Codegen(CodegenBase):
                     self.results[slot] = self.bind(child.read(new_decoder(b"")))
             elif slot < 0:
                 self.skip(child, field_id)
+            elif field_id == _PARTITION_ID and self.raw_partition:
+                # the record's bytes as they are in the block (``data``: the block's bytes)
+                self.lines.append("    p0 = tell(d)")
+                self.skip_partition(child)
+                self.lines.append(f"    r{slot} = data[p0:tell(d)]")
+                self.results[slot] = f"r{slot}"
             elif field_id == _PARTITION_ID:
                 self.partition(child, slot)
             else:
@@ -361,10 +399,23 @@ class _Codegen(CodegenBase):
         added_only = mode == "added"
         out = self.bind(LiveDataFile)
         keep = []
-        if self.with_stats:
-            stats = ", ".join([partition, records, *r[_SLOTS:]])
+        if self.raw_partition:  # a row of columns (:func:`column_rows`): no filter here
+            head = "def decode_block(d, count, append, manifest_seq, inherit_all, data, added_by):"
+            stats: list[str] = []
+            for i, k in enumerate(self.stats_ids):  # per id: counts, then bounds
+                stats += [f"r{slot}_{i}" if r[slot] == "read"  # absent: the default's
+                          else f"({r[slot]} or {self.empty}).get({k})"
+                          for slot in (9, 10, 11, 12, 13)]
+            row = ", ".join([path, "fmt", partition, records, size, offsets, "seq", *stats])
+            emit = f"        append(({row},))"
+        else:
+            head = "def decode_block(d, count, append, manifest_seq, inherit_all, keep, added_by):"
+            emit = (f"        append({self.bind(tuple.__new__)}({out}, ({path}, fmt, "
+                    f"{partition}, {records}, {size}, {offsets}, seq)))")
+        if self.with_stats and not self.raw_partition:
+            offered = ", ".join([partition, records, *r[_SLOTS:]])
             keep = [f"        if not keep({self.bind(tuple.__new__)}"
-                    f"({self.bind(FileStats)}, ({stats},))):",
+                    f"({self.bind(FileStats)}, ({offered},))):",
                     "            continue"]
         if added_only:
             status_check = [
@@ -383,7 +434,7 @@ class _Codegen(CodegenBase):
                 f"            {self.bind(_unknown_status)}({status})",
             ]
         return "\n".join([
-            "def decode_block(d, count, append, manifest_seq, inherit_all, keep, added_by):",
+            head,
             "    for _ in range(count):",
             *("    " + line for line in self.lines),
             *status_check,
@@ -394,8 +445,7 @@ class _Codegen(CodegenBase):
             "        if fmt is None:",
             f"            fmt = {self.bind(_format_name)}({fmt})",
             *keep,
-            f"        append({self.bind(tuple.__new__)}({out}, ({path}, fmt, {partition}, "
-            f"{records}, {size}, {offsets}, seq)))",
+            emit,
             "",
         ])
 
@@ -410,8 +460,9 @@ def _record_tuple(record: Any) -> tuple[Any, ...]:
 
 DecodeMode = Literal["live", "added", "own"]
 # append takes a LiveDataFile, or an int offset in mode "own"
-BlockDecoder = Callable[[BinaryDecoder, int, Callable[[Any], None], int, bool,
-                         "KeepFile | None", "int | None"], None]
+# the sixth argument is the filter (``keep``), or the block's bytes for rows of columns
+BlockDecoder = Callable[[BinaryDecoder, int, Callable[[Any], None], int, bool, Any,
+                         "int | None"], None]
 
 
 class _Plan(NamedTuple):
@@ -420,15 +471,25 @@ class _Plan(NamedTuple):
 
 
 @lru_cache(maxsize=64)
-def _plan(avro_schema: str, with_stats: bool = False, mode: DecodeMode = "live") -> _Plan:
-    """The decoders of one writer schema (a table's manifests share a few schemas); with
-    ``with_stats``, the filter's stats maps are read (slots 9-13) instead of skipped;
-    ``mode`` as :meth:`_Codegen.block_source`."""
+def _entry_reader(avro_schema: str) -> StructReader:
+    """The manifest-entry reader PyIceberg resolves for one writer schema."""
     file_schema: Schema = AvroSchemaConversion().avro_to_iceberg(json.loads(avro_schema))
     entry_reader = resolve_reader(file_schema, ENTRY_SCHEMA)
     if not isinstance(entry_reader, StructReader):
         raise TypeError(f"manifest entry is not a struct: {entry_reader!r}")
-    gen = _Codegen(with_stats)
+    return entry_reader
+
+
+@lru_cache(maxsize=64)
+def _plan(avro_schema: str, with_stats: bool = False, mode: DecodeMode = "live",
+          raw_partition: bool = False, stats_ids: tuple[int, ...] = ()) -> _Plan:
+    """The decoders of one writer schema (a table's manifests share a few schemas); with
+    ``with_stats``, the filter's stats maps are read (slots 9-13) instead of skipped;
+    ``mode`` as :meth:`_Codegen.block_source`; with ``raw_partition``, rows of columns
+    (:func:`column_rows`: the stats of ``stats_ids`` when ``with_stats``) instead of
+    :class:`LiveDataFile` tuples."""
+    entry_reader = _entry_reader(avro_schema)
+    gen = _Codegen(with_stats, raw_partition, stats_ids)
     gen.struct(entry_reader, ENTRY_SCHEMA.fields, _ENTRY_SLOTS)
     source = gen.block_source(mode)
     # the source holds only names made here (decoder methods, bound readers and values,
@@ -529,6 +590,80 @@ def iter_live_data_files(content: bytes, manifest: ManifestFile, keep: KeepFile 
         if out:
             yield from out
             out.clear()
+
+
+def column_rows(content: bytes, manifest_seq: int, added_by: int | None,
+                stats_ids: tuple[int, ...] = (), *, added_only: bool
+                ) -> tuple[str, list[tuple[Any, ...]]]:
+    """The writer schema (``avro.schema``) of one manifest file's bytes and, in file order,
+    a row per entry :func:`iter_live_data_files` yields for a manifest of sequence number
+    ``manifest_seq`` added by ``added_by``: ``(file_path, file_format, partition,
+    record_count, file_size, split_offsets, sequence_number)``, where ``partition`` is the
+    raw Avro bytes of the entry's partition record (decode them with
+    :func:`partition_decoder`); then, for each field id of ``stats_ids`` in order, its
+    value, null and NaN counts and its lower and upper bounds (None where the
+    map is null or absent or lacks the key; no map is built without ``stats_ids``). The rows of
+    :func:`icefloe.enumerator.columnar.decode_manifest`'s pure-Python implementation.
+
+    Raises:
+        ValueError, EOFError: as :func:`live_data_files`.
+    """
+    decoder, header, decompress = open_avro(content)
+    schema = header.meta["avro.schema"]
+    decode_block = _plan(schema, bool(stats_ids), "added" if added_only else "live",
+                         True, stats_ids).decode_block
+    new_block = _DECODER
+    inherit_all = manifest_seq == 0
+    rows: list[tuple[Any, ...]] = []
+    append = rows.append
+    for count, data in avro_blocks(decoder, header.sync, decompress):
+        decode_block(new_block(data), count, append, manifest_seq, inherit_all, data, added_by)
+    return schema, rows
+
+
+def writer_schema(content: bytes) -> str:
+    """The writer schema (``avro.schema``) in the header of one manifest file's bytes.
+
+    Raises:
+        ValueError: not an Avro file, or an unknown codec.
+    """
+    return str(open_avro(content)[1].meta["avro.schema"])
+
+
+@lru_cache(maxsize=64)
+def partition_decoder(avro_schema: str) -> Callable[[bytes], tuple[Any, ...]]:
+    """A function from the raw bytes of a ``partition`` record of a manifest of writer
+    schema ``avro_schema`` to its partition values: the same tuple
+    :func:`iter_live_data_files` gives (PyIceberg's resolved readers, field for field)."""
+    reader = _partition_reader(_entry_reader(avro_schema))
+    positions = [pos for pos, _ in reader.field_readers]
+    if not positions:
+        return lambda _raw: ()
+    gen = CodegenBase()
+    new_block = gen.bind(_DECODER)
+    if positions == list(range(len(positions))):
+        values = "".join(f"{gen.read_expr(field)}, " for _, field in reader.field_readers)
+        source = f"def decode_partition(raw):\n    d = {new_block}(raw)\n    return ({values})\n"
+    else:  # as _Codegen.partition: PyIceberg's record, as a tuple
+        source = (f"def decode_partition(raw):\n    return {gen.bind(_record_tuple)}("
+                  f"{gen.bind(reader.read)}({new_block}(raw)))\n")
+    exec(compile(source, "<icefloe partition decoder>", "exec"), gen.namespace)
+    decode: Callable[[bytes], tuple[Any, ...]] = gen.namespace["decode_partition"]
+    return decode
+
+
+def _partition_reader(entry_reader: StructReader) -> StructReader:
+    """The ``data_file.partition`` reader inside a resolved manifest-entry reader."""
+    for pos, child in entry_reader.field_readers:
+        if pos is not None and ENTRY_SCHEMA.fields[pos].field_id == _DATA_FILE_ID:
+            data_fields = ENTRY_SCHEMA.fields[pos].field_type.fields  # type: ignore[attr-defined]
+            assert isinstance(child, StructReader)
+            for fpos, field in child.field_readers:
+                if fpos is not None and data_fields[fpos].field_id == _PARTITION_ID:
+                    if not isinstance(field, StructReader):
+                        raise TypeError(f"partition is not a struct: {field!r}")
+                    return field
+    raise TypeError("manifest entry schema has no data_file.partition")
 
 
 # what PyIceberg's manifest reading builds records of (``ManifestFile.fetch_manifest_entry``)

@@ -10,10 +10,10 @@ in event-time order instead (:mod:`icefloe.enumerator.event_time`).
 
 from __future__ import annotations
 
-import collections
+import itertools
 import logging
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from pyiceberg.io import FileIO
 from pyiceberg.manifest import ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
@@ -22,21 +22,57 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.transforms import VoidTransform
 
+from icefloe.enumerator import columnar
+from icefloe.enumerator.columnar import PartitionValues
 from icefloe.enumerator.deletes import INITIAL_SEQUENCE_NUMBER, DeleteIndex, partition_tuple
 from icefloe.enumerator.discovery import (
     ChangeFetcher,
+    DecodedManifest,
     FilterEvaluators,
-    live_data_files_of,
+    decoded_manifests,
     live_entries,
     read_own_entries,
     snapshot_manifests,
 )
 from icefloe.enumerator.event_time import EventTimeColumn, order_unit
-from icefloe.enumerator.manifest_decoder import FileStats, KeepFile, LiveDataFile
+from icefloe.enumerator.manifest_decoder import FileStats
 from icefloe.splits.sizing import byte_ranges
 from icefloe.splits.split import FileSplit, new_split, split_id_maker
 
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+
 log = logging.getLogger(__name__)
+
+
+class ManifestFiles(NamedTuple):
+    """The kept files of one decoded manifest as Python columns (one list item a file,
+    file order); ``sequence_number`` has a null as :data:`INITIAL_SEQUENCE_NUMBER`."""
+
+    path: list[str]
+    file_format: list[str]
+    partition: list[tuple[Any, ...]]
+    record_count: list[int]
+    file_size: list[int]
+    split_offsets: pa.Array
+    sequence_number: list[int]
+    lower: list[bytes | None] | None
+    batch: pa.RecordBatch
+    """The kept rows as decoded (the Arrow columns of the lists above)."""
+    split_ids: list[str] | None
+    """Each file's whole-file split id, when they were made in arrays (else None)."""
+
+
+class Prepared(NamedTuple):
+    """:meth:`TableSplitPlanner.prepare` of one decoded batch."""
+
+    partitions: pa.Array
+    """The distinct raw partition values (first-seen order)."""
+    indices: np.ndarray
+    """Per row, the index of its partition among them."""
+    sequence_numbers: pa.Array
+    split_ids: pa.Array | None
 
 
 class SplitPlanner(Protocol):
@@ -90,6 +126,7 @@ class TableSplitPlanner:
             if all(isinstance(f.transform, VoidTransform) for f in spec.fields)
         )
         self._ids: tuple[int, Callable[[str, int, int], str]] | None = None
+        self.partitions = PartitionValues()
 
     def split_ids(self, snapshot_id: int) -> Callable[[str, int, int], str]:
         """:func:`split_id_maker` of ``snapshot_id`` (the last one made is kept: planning
@@ -163,66 +200,188 @@ class TableSplitPlanner:
                                     deletes if deletes.count else None, added_only=False),
                 self.event_time, start_ordinal)
             return
-        yield from self._plan_decoded(snapshot.snapshot_id, data, start_ordinal,
-                                      deletes if deletes.count else None)
+        yield from self._splits(snapshot.snapshot_id, data,
+                                deletes if deletes.count else None, start_ordinal)
 
     def _bounded_files(self, snapshot_id: int, data: list[ManifestFile],
                        deletes: DeleteIndex | None, added_only: bool,
                        contents: Iterable[bytes | Exception] | None = None,
                        ) -> Iterator[tuple[list[FileSplit], int | None]]:
         """Each live (``added_only``: added) file of ``data`` that the filter keeps, as its
-        splits (file-order ordinals) with the watermark column's lower bound. The stats
-        are decoded for the bound (the filtered-scan decoder) and the filter, if any,
-        still decides; the bound of each kept file is noted as the decoder offers it,
-        in the order the files come out."""
+        splits (file-order ordinals) with the watermark column's lower bound (decoded as
+        a stats column of the watermark column's field id)."""
         column = self.event_time
         assert column is not None
-        filter_for = None if self.filters.always_true else self.filters.stats_ok
-        noted: collections.deque[int | None] = collections.deque()
-
-        def keep_for(spec_id: int) -> KeepFile:
-            base = filter_for(spec_id) if filter_for is not None else None
-
-            def keep(stats: FileStats) -> bool:
-                if base is not None and not base(stats):
-                    return False
-                noted.append(column.bound(stats.lower_bounds))
-                return True
-            return keep
-
+        field_id = column.field_id
         ordinal = 0
-        for manifest, files in live_data_files_of(self.io, data, snapshot_id, keep_for,
-                                                  added_only=added_only, contents=contents):
-            spec_id = manifest.partition_spec_id
-            live: LiveDataFile
-            for live in files:
-                path, fmt, partition, records, size, offsets, seq = live
+        for decoded in self._decoded(snapshot_id, data, added_only, contents, field_id):
+            files = self.files_of(decoded, field_id)
+            spec_id = decoded.manifest.partition_spec_id
+            assert files.lower is not None
+            for path, fmt, partition, records, size, offsets, seq, raw in zip(
+                    files.path, files.file_format, files.partition, files.record_count,
+                    files.file_size, files.split_offsets.to_pylist(), files.sequence_number,
+                    files.lower, strict=True):
                 splits = self.file_splits(path, fmt, partition, records, size, offsets,
-                                          spec_id, seq or INITIAL_SEQUENCE_NUMBER,
-                                          snapshot_id, ordinal, deletes)
+                                          spec_id, seq, snapshot_id, ordinal, deletes)
                 ordinal += len(splits)
-                yield splits, noted.popleft()
+                yield splits, None if raw is None else column.bound({field_id: raw})
 
-    def _plan_decoded(self, snapshot_id: int, data: list[ManifestFile], start_ordinal: int,
-                      deletes: DeleteIndex | None) -> Iterator[FileSplit]:
-        """Every live file of ``data`` that the filter keeps as splits, from the
-        planning-only manifest decoder (the same splits, ids and order as planning from
-        PyIceberg's entries with :meth:`FilterEvaluators.file_ok`, without records)."""
+    def _decoded(self, snapshot_id: int, data: list[ManifestFile], added_only: bool,
+                 contents: Iterable[bytes | Exception] | None, extra_stats: int | None = None,
+                 whole_file_ids: bool = False) -> Iterator[DecodedManifest]:
+        """:func:`decoded_manifests` of ``data`` with the stats columns the filter reads
+        (and those of ``extra_stats``, a field id), each batch prepared where it was
+        decoded (:meth:`prepare`; ``whole_file_ids``: with every file's whole-file split
+        id, where the compiled module makes them)."""
+        stats_ids = self.filters.stats_ids
+        if extra_stats is not None and extra_stats not in stats_ids:
+            stats_ids = tuple(sorted((*stats_ids, extra_stats)))
+        many_ids = columnar.native_split_ids() if whole_file_ids else None
+
+        def prepare(batch: pa.RecordBatch) -> Prepared:
+            return self.prepare(batch, snapshot_id, many_ids)
+
+        return decoded_manifests(self.io, data, snapshot_id, added_only=added_only,
+                                 stats_ids=stats_ids, contents=contents, prepare=prepare)
+
+    @staticmethod
+    def prepare(batch: pa.RecordBatch, snapshot_id: int,
+                many_ids: Callable[..., pa.Array] | None) -> Prepared:
+        """The array work on one decoded batch that needs no Python object per file: the
+        partition column dictionary-encoded, null sequence numbers as
+        :data:`INITIAL_SEQUENCE_NUMBER` and, with ``many_ids``, every file's whole-file
+        split id. Runs where the batch was decoded (a pool thread with the compiled
+        decoder), so the planning thread does not give up the GIL for it."""
+        import numpy as np
+        import pyarrow.compute as pc
+
+        encoded = pc.dictionary_encode(batch.column("partition"))
+        n = batch.num_rows
+        ids = None
+        if many_ids is not None and n:
+            ids = many_ids(snapshot_id, batch.column("file_path"), np.arange(n),
+                           np.zeros(n, np.int64), batch.column("file_size").to_numpy())
+        return Prepared(encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False),
+                        batch.column("sequence_number").fill_null(INITIAL_SEQUENCE_NUMBER),
+                        ids)
+
+    def files_of(self, decoded: DecodedManifest, lower_of: int | None = None,
+                 unfiltered: bool = False) -> ManifestFiles:
+        """The files of one decoded manifest that the filter keeps (``unfiltered``: all of
+        them), as Python columns (``lower_of``: with that field id's lower bounds). The same files
+        :meth:`FilterEvaluators.stats_ok` keeps, in file order: partition pruning per
+        distinct partition value, the array pre-filter (:class:`MetricsPrefilter`), then
+        PyIceberg's metrics evaluator on the survivors only."""
+        batch = decoded.batch
+        prepared: Prepared = decoded.prepared
+        values = self.partitions.values(decoded.writer_schema, prepared.partitions)
+        indices = prepared.indices
+        sequence_numbers = prepared.sequence_numbers
+        ids = prepared.split_ids
+        if self.filters.metrics_ok is not None and batch.num_rows and not unfiltered:
+            rows = self._survivors(batch, decoded.manifest.partition_spec_id, values, indices)
+            if rows is not None:
+                batch = batch.take(rows)
+                indices = indices[rows]
+                sequence_numbers = sequence_numbers.take(rows)
+                ids = None if ids is None else ids.take(rows)
+        if len(values) == 1:
+            partition: list[Any] = [values[0]] * batch.num_rows
+        else:
+            partition = [values[i] for i in indices.tolist()]
+        return ManifestFiles(
+            batch.column("file_path").to_pylist(), batch.column("file_format").to_pylist(),
+            partition, batch.column("record_count").to_pylist(),
+            batch.column("file_size").to_pylist(), batch.column("split_offsets"),
+            sequence_numbers.to_pylist(),
+            None if lower_of is None else batch.column(f"lower_{lower_of}").to_pylist(),
+            batch, None if ids is None else ids.to_pylist(),
+        )
+
+    def _survivors(self, batch: pa.RecordBatch, spec_id: int, values: list[tuple[Any, ...]],
+                   indices: np.ndarray) -> np.ndarray | None:
+        """The rows of ``batch`` the filter keeps (None: all of them)."""
+        import numpy as np
+
+        filters = self.filters
+        metrics = filters.metrics_ok
+        assert metrics is not None
+        keep = np.ones(batch.num_rows, dtype=bool)
+        partition_ok = filters.partition_value_ok(spec_id)
+        if partition_ok is not None:
+            per_value = np.fromiter((bool(partition_ok(v)) for v in values), dtype=bool,
+                                    count=len(values))
+            keep &= per_value[indices]
+        if filters.prefilter is not None:
+            keep &= filters.prefilter.keep_mask(batch)
+        candidates = np.flatnonzero(keep)
+        sub = batch.take(candidates)
+        ids = filters.stats_ids
+        records = sub.column("record_count").to_pylist()
+        maps = [[sub.column(f"{name}_{k}").to_pylist() for k in ids]
+                for name in ("value_count", "null_count", "nan_count", "lower", "upper")]
+        kept = []
+        for j, row in enumerate(candidates.tolist()):
+            stats = [{k: col[j] for k, col in zip(ids, group, strict=True)
+                      if col[j] is not None} for group in maps]
+            if metrics(FileStats(values[indices[row]], records[j], *stats)):
+                kept.append(row)
+        if len(kept) == batch.num_rows:
+            return None
+        return np.asarray(kept, dtype=np.int64)
+
+    def _splits(self, snapshot_id: int, data: list[ManifestFile], deletes: DeleteIndex | None,
+                start_ordinal: int = 0, added_only: bool = False,
+                contents: Iterable[bytes | Exception] | None = None) -> Iterator[FileSplit]:
+        """Every live (``added_only``: added) file of ``data`` the filter keeps, as
+        splits from ``start_ordinal`` (inclusive): manifest order, file order, byte-range
+        order, ordinals from 0. A manifest at a time: split ids and splits built in one
+        loop over its columns; a manifest wholly before ``start_ordinal`` whose files are
+        one split each is counted, never built."""
+        import numpy as np  # imported when planning, not with the module
+
         split_size = self.split_size
-        keep_for = None if self.filters.always_true else self.filters.stats_ok
-        ordinal = 0
         split_id = self.split_ids(snapshot_id)
-        for manifest, files in live_data_files_of(self.io, data, snapshot_id, keep_for):
-            spec_id = manifest.partition_spec_id
-            for path, fmt, partition, records, size, offsets, seq in files:
-                seq = seq or INITIAL_SEQUENCE_NUMBER
-                if size <= split_size and deletes is None:  # the common case, inlined
-                    if ordinal >= start_ordinal:
-                        yield new_split(split_id(path, 0, size), path, fmt,
-                                        0, size, records, size, records, spec_id, partition,
-                                        snapshot_id, seq, ordinal, ())
-                    ordinal += 1
+        many_ids = columnar.native_split_ids()
+        unfiltered = self.filters.metrics_ok is None
+        ordinal = 0
+        for decoded in self._decoded(snapshot_id, data, added_only, contents,
+                                     whole_file_ids=deletes is None and unfiltered):
+            files = self.files_of(decoded)
+            n = len(files.path)
+            if not n:
+                continue
+            spec_id = decoded.manifest.partition_spec_id
+            if deletes is None and max(files.file_size) <= split_size:  # one split a file
+                if ordinal + n <= start_ordinal:
+                    ordinal += n
                     continue
+                skip = max(0, start_ordinal - ordinal)
+                if files.split_ids is not None:  # made where the batch was decoded
+                    ids = files.split_ids
+                elif many_ids is not None:  # whole-file ranges: (path, 0, size) per file
+                    ids = many_ids(snapshot_id, files.batch.column("file_path"),
+                                   np.arange(n), np.zeros(n, np.int64),
+                                   files.batch.column("file_size").to_numpy()).to_pylist()
+                else:
+                    ids = [split_id(path, 0, size)
+                           for path, size in zip(files.path, files.file_size, strict=True)]
+                columns: list[list[Any]] = [ids, files.path, files.file_format,
+                                            files.partition, files.record_count,
+                                            files.file_size, files.sequence_number]
+                if skip:
+                    columns = [c[skip:] for c in columns]
+                for at, sid, path, fmt, partition, records, size, seq in zip(
+                        itertools.count(ordinal + skip), *columns):
+                    yield new_split(sid, path, fmt, 0, size, records, size, records, spec_id,
+                                    partition, snapshot_id, seq, at, ())
+                ordinal += n
+                continue
+            for path, fmt, partition, records, size, offsets, seq in zip(
+                    files.path, files.file_format, files.partition, files.record_count,
+                    files.file_size, files.split_offsets.to_pylist(), files.sequence_number,
+                    strict=True):
                 for split in self.file_splits(path, fmt, partition, records, size, offsets,
                                                spec_id, seq, snapshot_id, ordinal, deletes):
                     if split.ordinal >= start_ordinal:
@@ -263,14 +422,5 @@ class TableSplitPlanner:
                 self._bounded_files(snapshot_id, data, deletes, added_only=True,
                                     contents=contents), self.event_time)
             return
-        keep_for = None if self.filters.always_true else self.filters.stats_ok
-        ordinal = 0
-        for manifest, files in live_data_files_of(self.io, data, snapshot_id, keep_for,
-                                                  added_only=True, contents=contents):
-            spec_id = manifest.partition_spec_id
-            for path, fmt, partition, records, size, offsets, seq in files:
-                for split in self.file_splits(path, fmt, partition, records, size, offsets,
-                                               spec_id, seq or INITIAL_SEQUENCE_NUMBER,
-                                               snapshot_id, ordinal, deletes):
-                    yield split
-                    ordinal += 1
+        yield from self._splits(snapshot_id, data, deletes, added_only=True,
+                                contents=contents)
