@@ -225,7 +225,15 @@ def child_spark(root: str) -> None:
             if query.lastProgress else None
         # a poll is a trigger: Spark calls latestOffset once per processing-time trigger
         triggers = int((time.monotonic() - started) / SPARK_TRIGGER_S)
+        # the driver JVM's heap in use after the last collection of each heap pool (old
+        # generation included): what a leak grows, where its RSS follows the heap's sizing
+        jvm: Any = spark.sparkContext._jvm
+        live = sum(pool.getCollectionUsage().getUsed()
+                   for pool in jvm.java.lang.management.ManagementFactory
+                   .getMemoryPoolMXBeans()
+                   if str(pool.getType()) == "Heap memory" and pool.getCollectionUsage())
         return {**_base_report(ids, ckpt), "polls": triggers,
+                "jvm_live_heap_mb": live / 2**20,
                 "lag_records": lag.records if lag else 0,
                 "lag_seconds": lag.seconds if lag else 0.0,
                 "lag_snapshots": lag.snapshots if lag else 0}
@@ -507,6 +515,8 @@ def soak(minutes: float, engines: Sequence[str] = ENGINES, writer: str = "java",
                     "lag_records_max": max(lag_r),
                     "lag_records_median": statistics.median(lag_r),
                     "checkpoint_kb": idle1[e]["checkpoint_bytes"] / 1e3}
+                if "jvm_live_heap_mb" in idle1[e]:  # Spark: the driver JVM's live heap
+                    window["engines"][e]["jvm_live_heap_mb"] = idle1[e]["jvm_live_heap_mb"]
                 if "cpu_total" in idle1[e]:  # Ray: the whole tree's idle CPU, daemons included
                     window["engines"][e]["tree_idle_cpu_per_s_ms"] = \
                         (idle1[e]["cpu_total"] - idle0[e]["cpu_total"]) / (i1 - i0) * 1000
