@@ -51,6 +51,9 @@ from pyiceberg.types import (
     TimeType,
 )
 
+from icefloe.enumerator.manifest_columns import BASE_COLUMNS as BASE_COLUMNS
+from icefloe.enumerator.manifest_columns import batch_schema
+from icefloe.enumerator.manifest_columns import stats_columns as stats_columns
 from icefloe.enumerator.manifest_decoder import column_rows, partition_decoder
 
 if TYPE_CHECKING:
@@ -63,38 +66,7 @@ R = TypeVar("R")
 NATIVE_ENV = "ICEFLOE_NATIVE_DECODER"
 """Environment variable: ``0`` forces the pure-Python decoder (read at each plan)."""
 
-BASE_COLUMNS = ("file_path", "file_format", "partition", "record_count", "file_size",
-                "split_offsets", "sequence_number")
-"""The first columns of every decoded batch, in this order (the contract's)."""
-
 Decoder = Callable[..., "pa.RecordBatch"]
-
-
-def stats_columns(stats_ids: tuple[int, ...]) -> list[str]:
-    """The stats columns a batch decoded with ``stats_ids`` has after :data:`BASE_COLUMNS`:
-    for each id ``k``, in order, ``value_count_k``, ``null_count_k``, ``nan_count_k``,
-    ``lower_k``, ``upper_k`` (the compiled decoder's reading of the contract's table)."""
-    return [f"{name}_{k}" for k in stats_ids
-            for name in ("value_count", "null_count", "nan_count", "lower", "upper")]
-
-
-def batch_schema(stats_ids: tuple[int, ...]) -> pa.Schema:
-    """The Arrow schema of a batch decoded with ``stats_ids`` (the contract's table)."""
-    import pyarrow as pa
-
-    fields = [
-        pa.field("file_path", pa.string(), nullable=False),
-        pa.field("file_format", pa.string(), nullable=False),
-        pa.field("partition", pa.binary(), nullable=False),
-        pa.field("record_count", pa.int64(), nullable=False),
-        pa.field("file_size", pa.int64(), nullable=False),
-        pa.field("split_offsets", pa.list_(pa.int64())),
-        pa.field("sequence_number", pa.int64()),
-    ]
-    for name in stats_columns(stats_ids):
-        kind = pa.binary() if name.startswith(("lower_", "upper_")) else pa.int64()
-        fields.append(pa.field(name, kind))
-    return pa.schema(fields)
 
 
 def decode_manifest(content: bytes, *, manifest_seq: int, added_by: int | None,

@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 
 from icefloe.enumerator._native_manifest import _core
+from icefloe.enumerator.manifest_columns import batch_schema
 
 IMPLEMENTATION = "c"
 
@@ -53,15 +54,9 @@ _REQUIRED = {C_STATUS: "status", C_PATH: "file_path", C_FORMAT: "file_format",
              C_RECORDS: "record_count", C_SIZE: "file_size_in_bytes"}
 _MAGIC = b"Obj\x01"
 
-BASE_COLUMNS = (
-    pa.field("file_path", pa.string(), nullable=False),
-    pa.field("file_format", pa.string(), nullable=False),
-    pa.field("partition", pa.binary(), nullable=False),
-    pa.field("record_count", pa.int64(), nullable=False),
-    pa.field("file_size", pa.int64(), nullable=False),
-    pa.field("split_offsets", pa.list_(pa.int64())),
-    pa.field("sequence_number", pa.int64()),
-)
+BASE_COLUMNS = tuple(batch_schema(()))
+"""The columns before the stats columns (the contract's table: one definition,
+:func:`icefloe.enumerator.manifest_columns.batch_schema`, for both decoders)."""
 
 
 class _Compiler:
@@ -268,13 +263,7 @@ def decode_manifest(content: bytes, *, manifest_seq: int, added_by: int | None,
 @lru_cache(maxsize=256)
 def _schema(stats_ids: tuple[int, ...]) -> pa.Schema:
     """The batch's schema: :data:`BASE_COLUMNS`, then the stats columns of ``stats_ids``."""
-    fields = list(BASE_COLUMNS)
-    for k in stats_ids:
-        fields += [pa.field(f"value_count_{k}", pa.int64()),
-                   pa.field(f"null_count_{k}", pa.int64()),
-                   pa.field(f"nan_count_{k}", pa.int64()),
-                   pa.field(f"lower_{k}", pa.binary()), pa.field(f"upper_{k}", pa.binary())]
-    return pa.schema(fields)
+    return batch_schema(stats_ids)
 
 
 _SPLITS_TYPE = pa.list_(pa.int64())
