@@ -308,6 +308,27 @@ class Writer:
              TIMESTAMP'2024-06-30 00:00:00', NULL, 0.00, NULL, 'r5')""")
         self.sql(f"DELETE FROM {t} WHERE p_str IS NULL")  # drops a whole null partition
 
+    def transforms(self) -> None:
+        """Every partition transform Java writes, one source column each (Iceberg refuses
+        two time transforms of one column): hours, days, months, years, truncate of a
+        string, a long and a decimal, bucket; with nulls (issue 31: the manifest decoders
+        read these partition values)."""
+        t = self.create("transforms", "id int, ts_h timestamp, ts_d timestamp, d_m date, "
+                        "d_y date, s string, l bigint, dec decimal(10,2), v string",
+                        "'format-version'='2'",
+                        "hours(ts_h), days(ts_d), months(d_m), years(d_y), truncate(2, s), "
+                        "truncate(10, l), truncate(100, dec), bucket(3, id)")
+        self.sql(f"""INSERT INTO {t} VALUES
+            (1, TIMESTAMP'2024-01-01 10:30:00', TIMESTAMP'2024-01-01 10:30:00',
+             DATE'2024-01-15', DATE'2024-01-15', 'alpha', 17, 12.34, 'r1'),
+            (2, TIMESTAMP'1969-12-31 23:59:59', TIMESTAMP'1969-12-31 23:59:59',
+             DATE'1969-12-31', DATE'1969-12-31', 'b', -17, -0.01, 'pre-epoch'),
+            (3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 'all-null'),
+            (4, TIMESTAMP'2024-01-01 11:00:00', TIMESTAMP'2024-01-02 00:00:00',
+             DATE'2024-02-01', DATE'2025-01-01', 'alps', 19, 99.99, 'r4'),
+            (5, TIMESTAMP'2024-01-01 10:59:59', TIMESTAMP'2024-01-01 23:59:59',
+             DATE'2024-01-31', DATE'2024-12-31', 'al', 10, 1.00, 'r5')""")
+
     def formats(self) -> None:
         cols = ("id bigint, s string, dec decimal(10,2), ts timestamp, "
                 "al array<struct<a: int>>, m map<string, int>")
@@ -542,8 +563,8 @@ def main() -> int:
     writer = Writer(home)
     only = [s for s in os.environ.get("INTEROP_ONLY", "").split(",") if s]  # debugging aid
     for step in only or ("appends", "mor", "cow", "v3dv", "upgraded", "compact", "evolve", "refs",
-                 "history", "types", "nested_nulls", "parts", "formats", "v1", "schema_changes",
-                 "event_time"):
+                 "history", "types", "nested_nulls", "parts", "transforms", "formats", "v1",
+                 "schema_changes", "event_time"):
         t0 = time.monotonic()
         try:
             getattr(writer, step)()

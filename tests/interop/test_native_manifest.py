@@ -81,6 +81,8 @@ def test_native_decoder_equals_pyiceberg_on_java_manifests(catalog: SqlCatalog) 
         partition = next(f["type"] for f in data_file["fields"] if f.get("field-id") == 102)
         if partition["fields"]:
             seen["partitioned"] += 1
+            spec = catalog.load_table(("ns", table_name)).specs()[manifest.partition_spec_id]
+            seen.update(type(f.transform).__name__ for f in spec.fields)
         if manifest.sequence_number and any(
                 e.sequence_number is None for e in _raw_sequence_numbers(content)):
             seen["inherited"] += 1
@@ -89,6 +91,9 @@ def test_native_decoder_equals_pyiceberg_on_java_manifests(catalog: SqlCatalog) 
     print(f"{len(manifests)} data manifests, versions {dict(versions)}, {dict(seen)}")
     assert set(versions) >= {1, 2, 3}, versions
     assert {"ADDED", "EXISTING", "DELETED", "partitioned", "inherited", "stats"} <= set(seen), seen
+    transforms = {"IdentityTransform", "BucketTransform", "TruncateTransform", "YearTransform",
+                  "MonthTransform", "DayTransform", "HourTransform"}
+    assert transforms <= set(seen), transforms - set(seen)  # every transform Java writes
 
 
 class _Seq:
