@@ -148,7 +148,8 @@ METRICS: tuple[MetricSpec, ...] = (
     MetricSpec("lag_snapshots", "icefloe_lag_snapshots", "gauge",
                "Snapshots after the committed position (not all acknowledged)."),
     MetricSpec("lag_records", "icefloe_lag_records", "gauge",
-               "Records those snapshots add (Kafka's lag)."),
+               "Records those snapshots add (Kafka's lag); a snapshot the stream's policy "
+               "skips (a `replace` compaction, a skipped delete or overwrite) adds none."),
     MetricSpec("lag_files", "icefloe_lag_files", "gauge",
                "Data files those snapshots add (Delta's numFilesOutstanding)."),
     MetricSpec("lag_bytes", "icefloe_lag_bytes", "gauge",
