@@ -5,7 +5,9 @@ One measurement of a setting is not evidence: another process may have taken a c
 half a second. So every contender runs ``reps`` times, round-robin with the starting one
 rotated each round (a slow patch of the machine hits every contender alike), and a
 setting is compared with another by medians, and only believed faster when the gain is
-larger than the spread of either setting's runs (:func:`beats`). The benchmarks in
+larger than the spread of either setting's runs (:func:`beats`). Interference on a shared
+machine only ever slows a run, so the spread leaves out the slowest run of every seven
+(from five runs on): one stalled run does not hide a real difference. The benchmarks in
 ``benchmarks/`` use the same functions.
 """
 
@@ -53,9 +55,17 @@ def median(values: Sequence[float]) -> float:
 
 
 def spread(seconds: Sequence[float]) -> float:
-    """The runs' range relative to their median: ``(max - min) / median`` (0 for one run)."""
+    """The runs' range relative to their median, ``(max - min) / median``, without the
+    slowest :func:`trimmed` runs (0 for one run). The median is of all runs."""
     mid = median(seconds)
-    return (max(seconds) - min(seconds)) / mid if mid > 0 else 0.0
+    kept = sorted(seconds)[:len(seconds) - trimmed(len(seconds))]
+    return (max(kept) - min(kept)) / mid if mid > 0 else 0.0
+
+
+def trimmed(runs: int) -> int:
+    """How many of the slowest of ``runs`` runs :func:`spread` leaves out: none below
+    five runs, then one per seven runs (at least one)."""
+    return 0 if runs < 5 else max(1, runs // 7)
 
 
 def gain(base: Sequence[float], other: Sequence[float]) -> float:
@@ -72,8 +82,9 @@ def noise(base: Sequence[float], other: Sequence[float]) -> float:
 def beats(base: Sequence[float], other: Sequence[float]) -> bool:
     """Whether ``other`` is faster than ``base`` by more than the noise (and by at least
     :data:`MIN_GAIN`). Two settings that cannot differ pass this rarely, as their medians
-    must differ by more than either's whole range: simulated with normal, log-normal and
-    exponential noise, about 4 % of the time for three runs each, 0.3-0.7 % for five, and
-    under 0.1 % for seven."""
+    must differ by more than either's (trimmed) range: simulated with normal, log-normal,
+    shifted-exponential and spiky noise, about 2-7 % of the time for three runs each,
+    1-4.5 % for five, 0.03-0.9 % for seven, and 0.15-1 % for the tuner's confirmation (seven
+    runs each, then fourteen when the first look leaves it undecided)."""
     g = gain(base, other)
     return g > noise(base, other) and g >= MIN_GAIN

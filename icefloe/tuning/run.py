@@ -11,7 +11,8 @@ Runs on the driver. The steps, each within the budget:
    noise (:func:`~icefloe.tuning.measure.beats`); a knob that no longer fits the budget
    is reported as not swept (the first knob is always swept, past the budget if need be);
 4. confirm: the sweep's best setting against the baseline, :data:`CONFIRM_REPS`
-   interleaved runs each. The verdict is ``recommend`` only when the sweep and the
+   interleaved runs each (and as many again when those leave it undecided and the budget
+   allows: :func:`_confirm`). The verdict is ``recommend`` only when the sweep and the
    confirmation both found the difference larger than the noise.
 
 Nothing is written to the table or the catalog.
@@ -36,7 +37,7 @@ from icefloe.splits.split import FileSplit
 from icefloe.tuning.budget import DEFAULT_BUDGET, parse_budget
 from icefloe.tuning.engines import ENGINES, Engine, Work, open_engine
 from icefloe.tuning.grid import KNOBS, Setting, baseline, grid, label, parse_sweep
-from icefloe.tuning.measure import beats, interleaved, median, timed
+from icefloe.tuning.measure import MIN_GAIN, beats, gain, interleaved, median, timed
 from icefloe.tuning.result import Trial, TuneResult
 from icefloe.tuning.sample import FileInfo, files_of, pick, shape_of
 
@@ -126,7 +127,7 @@ def tune(table: str, catalog: str | Catalog | None = None,
             bench.loops = min(MAX_LOOPS, int(target / max(per_read, 1e-6)))
             per_read *= bench.loops
         trials, current, skipped = _sweep(bench, base, knobs, deadline, per_read, say)
-        conf, verdict = _confirm(bench, base, current, trials, say)
+        conf, verdict = _confirm(bench, base, current, trials, deadline, say)
         sample_splits = bench.work(base).splits
         return TuneResult(
             table=table, engine=engine, shape=shape, sample_files=len(sample),
@@ -135,7 +136,7 @@ def tune(table: str, catalog: str | Catalog | None = None,
             trials=trials, skipped=skipped, confirmation=conf, verdict=verdict,
             loops=bench.loops,
             budget_s=budget_s, elapsed_s=time.monotonic() - started, reps=SWEEP_REPS,
-            confirm_reps=CONFIRM_REPS,
+            confirm_reps=len(conf[0].seconds),
             base_options={k: str(v) for k, v in (options or {}).items() if v is not None
                           and not str(k).lower().startswith(("catalog.", "checkpoint."))})
     finally:
@@ -241,17 +242,34 @@ def _sweep(bench: _Bench, base: Setting, knobs: Mapping[str, list[Any]], deadlin
 
 
 def _confirm(bench: _Bench, base: Setting, current: Setting, trials: list[Trial],
-             say: Callable[[str], None]) -> tuple[tuple[Trial, Trial], Any]:
+             deadline: float, say: Callable[[str], None],
+             ) -> tuple[tuple[Trial, Trial], Any]:
+    """The candidate against the baseline, :data:`CONFIRM_REPS` interleaved runs each.
+    When that leaves a sweep's winner undecided (faster by :data:`MIN_GAIN` or more, but
+    not by more than the noise) and the budget still holds as long again, a second look
+    runs as many more and decides on all of them (so one stalled run on a loaded machine
+    does not discard a real difference)."""
     others = [t for t in trials if t.setting != base]
     candidate = current if current != base else \
         (min(others, key=lambda t: t.median_s).setting if others else base)
     say(f"confirming: {label(candidate, base)} against the baseline "
         f"({CONFIRM_REPS} runs each)")
     works = {"baseline": bench.work(base), "candidate": bench.work(candidate)}
-    runs = interleaved({k: bench.reader(w) for k, w in works.items()},
-                       CONFIRM_REPS, warmup=False)
+    readers = {k: bench.reader(w) for k, w in works.items()}
+    started = time.monotonic()
+    runs = interleaved(readers, CONFIRM_REPS, warmup=False)
+    took = time.monotonic() - started
+
+    def decided() -> bool:
+        return current != base and beats(*(
+            [s for s, _ in runs[k]] for k in ("baseline", "candidate")))
+
+    if current != base and not decided() and time.monotonic() + took <= deadline \
+            and gain(*([s for s, _ in runs[k]] for k in ("baseline", "candidate"))) \
+            >= MIN_GAIN:
+        say(f"confirming again: within the noise so far ({CONFIRM_REPS} more runs each)")
+        more = interleaved(readers, CONFIRM_REPS, warmup=False)
+        runs = {k: runs[k] + more[k] for k in runs}
     base_trial, cand_trial = (bench.trial("confirmation", s, works[k], runs[k])
                               for k, s in (("baseline", base), ("candidate", candidate)))
-    verdict = "recommend" if current != base \
-        and beats(base_trial.seconds, cand_trial.seconds) else "within-noise"
-    return (base_trial, cand_trial), verdict
+    return (base_trial, cand_trial), "recommend" if decided() else "within-noise"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from icefloe.tuning.measure import MIN_GAIN, beats, gain, interleaved, noise, spread
+from icefloe.tuning.measure import MIN_GAIN, beats, gain, interleaved, noise, spread, trimmed
 
 
 def test_a_gain_larger_than_both_spreads_beats() -> None:
@@ -47,3 +47,28 @@ def test_interleaved_rotates_who_goes_first() -> None:
     assert calls == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
     assert [len(v) for v in out.values()] == [3, 3, 3]
     assert out["b"][0][1] == "b"
+
+
+def test_the_spread_leaves_out_the_slowest_run_of_every_seven() -> None:
+    """Interference only slows a run: from five runs on, the slowest one (one per seven)
+    is left out of the range; the median stays that of all runs."""
+    assert [trimmed(n) for n in (1, 3, 4, 5, 7, 13, 14, 21)] == [0, 0, 0, 1, 1, 1, 2, 3]
+    stalled = [0.30, 0.31, 0.29, 0.74, 0.30, 0.32, 0.30]  # one run stalled by the machine
+    assert spread(stalled) == pytest.approx((0.32 - 0.29) / 0.30)
+    assert spread([0.30, 0.31, 0.29, 0.74]) == pytest.approx((0.74 - 0.29) / 0.305)
+
+
+def test_one_stalled_run_does_not_hide_a_real_difference() -> None:
+    """The CI run that refused the rule before: baseline ~0.30 s with one run stalled to
+    0.74 s, the candidate 2.4x as fast; the whole range called it noise (146 %)."""
+    base = [0.30, 0.31, 0.29, 0.74, 0.30, 0.32, 0.30]
+    fast = [0.125, 0.13, 0.12, 0.126, 0.14, 0.125, 0.127]
+    assert (max(base) - min(base)) / 0.30 > gain(base, fast)  # the old rule's verdict
+    assert beats(base, fast)
+    assert not beats(fast, base)
+
+
+def test_two_stalled_runs_of_seven_are_still_noise() -> None:
+    base = [0.30, 0.31, 0.29, 0.74, 0.30, 0.81, 0.30]
+    other = [0.14, 0.13, 0.12, 0.126, 0.14, 0.125, 0.127]
+    assert not beats(base, other)
