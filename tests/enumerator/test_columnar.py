@@ -38,7 +38,7 @@ from icefloe.enumerator.manifest_decoder import iter_live_data_files, partition_
 from icefloe.enumerator.planner import TableSplitPlanner
 from icefloe.splits.split import FileSplit
 from tests.conftest import append_partitioned
-from tests.enumerator.test_manifest_decoder import _entries, _write
+from tests.helpers.manifests import manifest_entries, write_all_types_manifest
 from tests.helpers.tables import (
     EVENTS_SCHEMA,
     EVENTS_SPEC_BY_DAY,
@@ -89,8 +89,8 @@ def test_decode_manifest_rows_are_pyiceberg_live_entries(
     """Every primitive partition type (identity, bucket, truncate) with nulls, ADDED /
     EXISTING / DELETED entries, explicit and inherited sequence numbers, stats present
     and absent: the batch's rows and columns are PyIceberg's live entries."""
-    manifest = _write(tmp_path / "m.avro", version, codec,
-                      _entries(version, DataFileContent.DATA), manifest_seq)
+    entries = manifest_entries(version, DataFileContent.DATA)
+    manifest = write_all_types_manifest(tmp_path / "m.avro", version, codec, entries, manifest_seq)
     content = _content(manifest)
 
     batch = _decode(manifest, stats_ids)
@@ -131,7 +131,8 @@ def _writer_schema(content: bytes) -> str:
 
 def test_decode_manifest_added_only_keeps_the_snapshots_own_added_files(
         tmp_path: Path, decoder: str) -> None:
-    manifest = _write(tmp_path / "m.avro", 2, "deflate", _entries(2, DataFileContent.DATA), 5)
+    manifest = write_all_types_manifest(tmp_path / "m.avro", 2, "deflate",
+                                        manifest_entries(2, DataFileContent.DATA), 5)
 
     batch = _decode(manifest, added_only=True)
 
@@ -144,7 +145,8 @@ def test_decode_manifest_added_only_keeps_the_snapshots_own_added_files(
 
 
 def test_decode_manifest_errors(tmp_path: Path, decoder: str) -> None:
-    manifest = _write(tmp_path / "m.avro", 2, "null", _entries(2, DataFileContent.DATA), 5)
+    manifest = write_all_types_manifest(tmp_path / "m.avro", 2, "null",
+                                        manifest_entries(2, DataFileContent.DATA), 5)
     content = _content(manifest)
     decode, _ = columnar.decoder()
     args: dict[str, Any] = {"manifest_seq": 5, "added_by": 1, "added_only": False,
@@ -186,7 +188,8 @@ def test_decode_in_order_is_ordered_and_bounded() -> None:
 
 
 def test_partition_values_decode_each_distinct_value_once(tmp_path: Path) -> None:
-    manifest = _write(tmp_path / "m.avro", 2, "null", _entries(2, DataFileContent.DATA), 5)
+    manifest = write_all_types_manifest(tmp_path / "m.avro", 2, "null",
+                                        manifest_entries(2, DataFileContent.DATA), 5)
     content = _content(manifest)
     schema = _writer_schema(content)
     batch = columnar.decode_manifest(content, manifest_seq=5, added_by=1, added_only=False,
@@ -396,7 +399,8 @@ def test_metrics_prefilter_drops_only_what_pyiceberg_drops(tables: dict[str, Tab
 
 
 def test_unreadable_manifest_names_it_and_the_snapshot(tmp_path: Path, decoder: str) -> None:
-    manifest = _write(tmp_path / "m.avro", 2, "null", _entries(2, DataFileContent.DATA), 5)
+    manifest = write_all_types_manifest(tmp_path / "m.avro", 2, "null",
+                                        manifest_entries(2, DataFileContent.DATA), 5)
     (tmp_path / "m.avro").write_bytes(b"not avro at all")
     with pytest.raises(DataFileError, match=r"m\.avro.*snapshot 123"):
         list(decoded_manifests(PyArrowFileIO(), [manifest], 123))

@@ -70,7 +70,7 @@ from pyiceberg.utils.schema_conversion import AvroSchemaConversion
 
 from icefloe.enumerator.manifest_decoder import open_avro
 from icefloe.splits.split import split_id_maker
-from tests.enumerator.test_manifest_decoder import _entries, _write
+from tests.helpers.manifests import manifest_entries, write_all_types_manifest
 
 if os.environ.get("ICEFLOE_NATIVE_BUILD") == "1":  # CI: the build must have compiled it
     import icefloe.enumerator._native_manifest as native
@@ -177,8 +177,9 @@ def manifests(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[int, int, 
     root = tmp_path_factory.mktemp("native-manifests")
     out = {}
     for version, seq, codec in CASES:
-        manifest = _write(root / f"m-{version}-{seq}-{codec}.avro", version, codec,
-                          _entries(version, DataFileContent.DATA), seq)
+        manifest = write_all_types_manifest(root / f"m-{version}-{seq}-{codec}.avro", version,
+                                            codec, manifest_entries(version, DataFileContent.DATA),
+                                            seq)
         out[version, seq, codec] = manifest, _read(manifest)
     return out
 

@@ -25,6 +25,7 @@ from icefloe import IcebergSource, SchemaChangedError
 from icefloe.state import open_store
 from tests.helpers.event_time import BASE, event_table, pyiceberg_bounds
 from tests.helpers.tables import make_catalog, make_table, rows
+from tests.helpers.waiting import ack_rows
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -46,11 +47,7 @@ def test_reset_onto_a_recreated_table_reads_its_schema(tmp_path: Path, strategy:
     with IcebergSource("db.events", catalog=catalog, options=opts).stream(
             checkpoint=ckpt, checkpoint_interval_s=0) as stream:
         items = iter(stream)
-        seen = 0
-        while seen < 10:
-            item = next(items)
-            seen += item.batch.num_rows
-            item.ack()
+        ack_rows(items, 10)
         catalog.drop_table("db.events")
         # created with its first rows in one commit: the head restartFromHead starts after
         with catalog.create_table_transaction(
@@ -112,11 +109,7 @@ def _follow_onto_recreated(catalog: Catalog, tmp_path: Path, schema: Schema,
     with IcebergSource("db.events", catalog=catalog, options=opts).stream(
             checkpoint=str(tmp_path / "ckpt"), checkpoint_interval_s=0) as stream:
         items = iter(stream)
-        seen = 0
-        while seen < 8:
-            item = next(items)
-            seen += item.batch.num_rows
-            item.ack()
+        ack_rows(items, 8)
         catalog.drop_table("db.events")
         new = catalog.create_table("db.events", schema, properties={"format-version": "2"})
         for part in data:

@@ -29,6 +29,7 @@ from tests.helpers.tables import (
     make_table,
     rows,
 )
+from tests.helpers.waiting import ack_rows
 
 FAST = {"pollIntervalMs": "50"}
 
@@ -285,11 +286,7 @@ def test_restart_from_head_after_a_recreated_table_is_checkpointed_at_once(setup
     src = IcebergSource("db.events", catalog=catalog, options=opts)
     stream = src.stream(checkpoint=ckpt, checkpoint_interval_s=0)
     items = iter(stream)
-    seen = 0
-    while seen < 10:
-        item = next(items)
-        seen += item.batch.num_rows
-        item.ack()
+    ack_rows(items, 10)
     old_identity = open_store(ckpt).read().table_identity
     new = drop_and_recreate(catalog, "db.events", tbl.schema())
     new.append(rows(5, start=100))  # the head the strategy restarts after
