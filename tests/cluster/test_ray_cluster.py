@@ -114,7 +114,7 @@ def run_ray_driver(head: Host, job: dict[str, Any]) -> subprocess.CompletedProce
 
 def test_bounded_and_changelog_reads_on_ray_nodes_without_icefloe(
         ray_cluster: RayCluster, seaweed: SeaweedFS, ray_events: Table) -> None:
-    options = {**support.rest_options(seaweed), "splitSize": "1"}
+    options = {**support.rest_options(seaweed), "splitSize": "1", **dict([support.CANARY])}
     job = {"address": f"{ray_cluster.head.address}:{GCS_PORT}",
            "reads": [{"table": "raycluster.events", "options": options,
                       "out": str(ray_cluster.head.disk / "rows.parquet")},
