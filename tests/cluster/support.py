@@ -35,10 +35,11 @@ def rest_table(seaweed: SeaweedFS, identifier: str, appends: int, rows_each: int
 
 
 CANARY = ("catalog.canary-credential", "icf27-canary-5d81e0")
-"""An option a classic driver passes with the catalog's: a credential-like value under a
-key that Spark's ``spark.redaction.regex`` (``secret|password|token|access.?key``)
-matches neither by key nor by value, so only icefloe and Spark never printing the
-options keeps it out of logs (the test keys contain "secret": Spark would mask them)."""
+"""An option a classic Spark driver and a Ray driver pass with the catalog's options: a
+credential-like value under a key that Spark's ``spark.redaction.regex``
+(``secret|password|token|access.?key``) matches neither by key nor by value, so only
+icefloe and the engines never printing the options keep it out of logs (the test keys
+contain "secret": Spark would mask them)."""
 
 SECRETS = [SECRET_KEY, f"{ACCESS_KEY}:{SECRET_KEY}", CANARY[1]]
 """What no log may hold: the S3 secret key, the REST catalog's credential
