@@ -52,6 +52,18 @@ _SECRET_VALUE = re.compile(
     re.IGNORECASE)
 
 
+_SECRET_NAME = re.compile(
+    r"secret|password|passwd|token|credential|access-key|access_key|session-key",
+    re.IGNORECASE)
+
+
+def secret_keys(options: Mapping[str, Any]) -> list[str]:
+    """The keys of ``options`` that name a credential (the names :func:`mask_secrets`
+    masks the values of: ``catalog.credential``, ``catalog.s3.secret-access-key``,
+    ``catalog.token``...), sorted; only keys with a value."""
+    return sorted(k for k, v in options.items() if v is not None and _SECRET_NAME.search(k))
+
+
 def mask_secrets(text: str) -> str:
     """``text`` with credentials replaced by ``***`` (module docstring)."""
     text = _PROPERTY_VALUE.sub(r"\1=***", text)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from pyiceberg.catalog import Catalog
 from pyspark.sql import DataFrame, SparkSession
 
 from icefloe.catalog.loader import catalog_options
+from icefloe.logs import secret_keys
 from icefloe.spark.datasource import SOURCE_NAME, IcefloeDataSource
 
 log = logging.getLogger(__name__)
@@ -172,6 +174,33 @@ def _option_text(value: Any) -> str:
     return str(value)
 
 
+class SecretInPlanWarning(UserWarning):
+    """Credentials given as options of a Spark Connect query (see :func:`warn_secret_options`)."""
+
+
+def warn_secret_options(spark: Any, options: Mapping[str, Any]) -> list[str]:
+    """Warn when a Spark Connect query's ``options`` hold credentials; returns their keys.
+
+    On a Connect client, data source options are fields of the query's plan, which the
+    client sends to the server and the server logs whole at INFO on some paths (Spark 4.3:
+    ``SparkConnectExecutionManager`` printing the request when a session closes with an
+    operation still registered), without redaction. The fix is to configure the catalog
+    on the server's hosts (PyIceberg's ``PYICEBERG_CATALOG__<NAME>__*`` variables or
+    ``.pyiceberg.yaml`` of the server's user) and pass only its name. A classic session's
+    plans and event log do not show a Python data source's options: nothing to warn.
+    The warning names the keys, never the values. Runs on the client.
+    """
+    keys = secret_keys(options) if is_connect(spark) else []
+    if keys:
+        message = (f"options {', '.join(keys)} travel inside the query plan to the Spark "
+                   "Connect server, which may log the plan whole: configure the catalog on "
+                   "the server's hosts (PYICEBERG_CATALOG__<NAME>__* variables or "
+                   ".pyiceberg.yaml) and pass only catalog=<name>")
+        log.warning("%s", message)
+        warnings.warn(message, SecretInPlanWarning, stacklevel=3)
+    return keys
+
+
 def read(spark: SparkSession, table: str, catalog: str | Catalog | None = None,
          options: Mapping[str, Any] | None = None) -> DataFrame:
     """``spark.read.format("icefloe")`` over ``table`` with ``options`` (registers the format).
@@ -185,6 +214,7 @@ def read(spark: SparkSession, table: str, catalog: str | Catalog | None = None,
     merged = {**({"minPartitions": str(parallelism)} if parallelism else {}),
               **catalog_options(catalog),
               **{k: _option_text(v) for k, v in (options or {}).items() if v is not None}}
+    warn_secret_options(spark, merged)
     return spark.read.format(SOURCE_NAME).options(**merged).load(table)
 
 

@@ -21,7 +21,13 @@ from icefloe.cli.sinks import parse_sink
 from icefloe.errors import InvalidOptionError
 from icefloe.options import SourceOptions
 from icefloe.spark.datasource import SOURCE_NAME
-from icefloe.spark.session import _option_text, catalog_options, register, session
+from icefloe.spark.session import (
+    _option_text,
+    catalog_options,
+    register,
+    session,
+    warn_secret_options,
+)
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +75,9 @@ def stream(table: str, catalog: str | None = None, options: Mapping[str, Any] | 
         register(spark)
         if remote is not None and path is not None and "://" not in path:
             probe_shared(spark, "--sink parquet:", Path(path), remote)
-        df = (spark.readStream.format(SOURCE_NAME)
-              .options(**{**catalog_options(catalog), **opts}).load(table))
+        merged = {**catalog_options(catalog), **opts}
+        warn_secret_options(spark, merged)
+        df = spark.readStream.format(SOURCE_NAME).options(**merged).load(table)
         writer = df.writeStream.format(fmt).option("checkpointLocation", checkpoint)
         if path is not None:
             writer = writer.option("path", path)

@@ -24,8 +24,10 @@ host (the whole namespace: ``ip netns pids``) and removes the namespaces and the
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import time
@@ -54,8 +56,15 @@ def require_root() -> None:
                               "run make test-cluster as root")
 
 
+SHARED_GLOB = "/var/tmp/icf27-shared-*"
+"""Directories a test shares between hosts (a filesystem every host mounts alike)."""
+
+
 def cleanup_leftovers() -> None:
-    """Kill the processes of and remove every ``icf27-`` namespace and the bridge."""
+    """Kill the processes of and remove every ``icf27-`` namespace and the bridge, and
+    the shared directories (:data:`SHARED_GLOB`) a run left."""
+    for path in glob.glob(SHARED_GLOB):
+        shutil.rmtree(path, ignore_errors=True)
     listed = _ip("netns", "list", check=False).stdout.split("\n")
     for line in listed:
         name = line.split(" ")[0]

@@ -10,7 +10,9 @@ Connect server's Python process; it carries the sink's S3 settings in its closur
 
 Job keys: ``master`` (``spark://``) or ``remote`` (``sc://``), ``conf``, ``table``,
 ``options`` (Spark options with ``catalog.<prop>``), ``checkpoint`` (a path on the
-driver host), ``sink`` (``{"bucket", "prefix", "endpoint", "access_key", "secret_key"}``),
+driver host), ``sink`` (``{"bucket", "prefix", "endpoint"}``, with ``"access_key", "secret_key"`` or
+without: then the writing process's ``AWS_*`` variables; a Connect job's function is
+pickled into the plan the server may log, so it carries no key),
 ``available_now`` (else a 500 ms processing-time trigger), ``stop_file`` (a path on this
 machine: the query stops once it exists). Prints a JSON line when the query started and
 one when it stopped.
@@ -37,8 +39,8 @@ def batch_writer(sink: dict[str, str]) -> Any:
 
         table = df.toArrow()
         s3 = fs.S3FileSystem(endpoint_override=sink["endpoint"], scheme="http",
-                             access_key=sink["access_key"], secret_key=sink["secret_key"],
-                             region="us-east-1")
+                             access_key=sink.get("access_key"),
+                             secret_key=sink.get("secret_key"), region="us-east-1")
         pq.write_table(table, f"{sink['bucket']}/{sink['prefix']}/batch-{batch_id:08d}.parquet",
                        filesystem=s3)
 

@@ -34,15 +34,48 @@ def rest_table(seaweed: SeaweedFS, identifier: str, appends: int, rows_each: int
     return catalog.load_table(identifier)
 
 
+CANARY = ("catalog.canary-credential", "icf27-canary-5d81e0")
+"""An option a classic Spark driver and a Ray driver pass with the catalog's options: a
+credential-like value under a key that Spark's ``spark.redaction.regex``
+(``secret|password|token|access.?key``) matches neither by key nor by value, so only
+icefloe and the engines never printing the options keep it out of logs (the test keys
+contain "secret": Spark would mask them)."""
+
+SECRETS = [SECRET_KEY, f"{ACCESS_KEY}:{SECRET_KEY}", CANARY[1]]
+"""What no log may hold: the S3 secret key, the REST catalog's credential
+(``access:secret``) and the canary."""
+
+
+def sink_spec(seaweed: SeaweedFS, prefix: str, keys: bool = True) -> dict[str, str]:
+    """The S3 sink of a streaming job (``spark_stream_job.py``, ``ray_job.py``): its
+    objects under ``prefix`` of the plain bucket, written with the S3 keys (``keys``),
+    else with the AWS defaults of the process that writes (``AWS_*`` variables)."""
+    return {"bucket": seaweed.bucket, "prefix": prefix,
+            "endpoint": seaweed.s3_endpoint.removeprefix("http://"),
+            **({"access_key": ACCESS_KEY, "secret_key": SECRET_KEY} if keys else {})}
+
+
+def lines_containing(path: Path, needles: list[str]) -> list[str]:
+    """``path: line`` for each line of the file holding any of ``needles`` (the needles
+    shown as ``<secret>``, the line cut to 400 characters): what a leak check reports."""
+    found = []
+    for line in path.read_text(errors="replace").splitlines():
+        if any(n in line for n in needles):
+            for n in needles:
+                line = line.replace(n, "<secret>")
+            found.append(f"{path}: {line.strip()[:400]}")
+    return found
+
+
 def files_containing(roots: list[Path], needles: list[str]) -> list[str]:
-    """Files under ``roots`` whose text contains any of ``needles`` (logs, event logs)."""
+    """The lines (:func:`lines_containing`) of files under ``roots`` (logs, event logs)
+    that hold any of ``needles``."""
     found = []
     for root in roots:
         for path in root.rglob("*"):
             if path.is_file() and path.suffix not in (".gz", ".jar", ".parquet", ".so") \
                     and "environment" not in path.parts:
-                text = path.read_text(errors="replace")
-                found += [f"{path}: {n[:4]}..." for n in needles if n in text]
+                found += lines_containing(path, needles)
     return found
 
 

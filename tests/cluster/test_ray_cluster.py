@@ -23,20 +23,11 @@ import pyarrow.parquet as pq
 import pytest
 from pyiceberg.table import Table
 
-from icefloe.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedFS
+from icefloe.seaweed import SeaweedFS
+from tests.cluster import support
 from tests.cluster.envpack import packed_env
 from tests.cluster.hosts import CLIENT_ADDRESS, Host, Network
 from tests.cluster.spark_cluster import PATH, wait_for
-from tests.cluster.support import (
-    catalog_env,
-    files_containing,
-    readme_block,
-    record,
-    rest_options,
-    rest_table,
-    sink_ids,
-    sink_objects,
-)
 from tests.conftest import sorted_rows
 from tests.helpers.changelog import check_every_snapshot
 from tests.helpers.tables import rows
@@ -98,7 +89,8 @@ def ray_cluster(network: Network, seaweed: SeaweedFS) -> Iterator[RayCluster]:
 
 @pytest.fixture(scope="module")
 def ray_events(seaweed: SeaweedFS) -> Table:
-    return rest_table(seaweed, "raycluster.events", appends=8, rows_each=500, delete_below=10)
+    return support.rest_table(seaweed, "raycluster.events", appends=8, rows_each=500,
+                              delete_below=10)
 
 
 def ship_code(head: Host) -> Path:
@@ -122,7 +114,7 @@ def run_ray_driver(head: Host, job: dict[str, Any]) -> subprocess.CompletedProce
 
 def test_bounded_and_changelog_reads_on_ray_nodes_without_icefloe(
         ray_cluster: RayCluster, seaweed: SeaweedFS, ray_events: Table) -> None:
-    options = {**rest_options(seaweed), "splitSize": "1"}
+    options = {**support.rest_options(seaweed), "splitSize": "1", **dict([support.CANARY])}
     job = {"address": f"{ray_cluster.head.address}:{GCS_PORT}",
            "reads": [{"table": "raycluster.events", "options": options,
                       "out": str(ray_cluster.head.disk / "rows.parquet")},
@@ -147,7 +139,7 @@ def test_bounded_and_changelog_reads_on_ray_nodes_without_icefloe(
     assert len(logs) >= len(hosts)
     # the Ray logs of every node (not the shipped source: icefloe/seaweed.py holds the
     # test server's demo key as a constant)
-    leaks = files_containing(logs, [SECRET_KEY, f"{ACCESS_KEY}:{SECRET_KEY}"])
+    leaks = support.files_containing(logs, support.SECRETS)
     assert leaks == [], "a secret in a Ray log"
 
 
@@ -155,9 +147,9 @@ def test_stream_with_its_checkpoint_in_s3_resumes_in_a_new_driver(
         ray_cluster: RayCluster, seaweed: SeaweedFS) -> None:
     """An available-now stream on the cluster, checkpoint in S3; rows appended; a second
     driver process resumes from the S3 checkpoint: every row exactly once in all."""
-    table = rest_table(seaweed, "raycluster.stream", appends=6, rows_each=300)
+    table = support.rest_table(seaweed, "raycluster.stream", appends=6, rows_each=300)
     spec = {"table": "raycluster.stream", "checkpoint": f"s3://{seaweed.bucket}/ckpt/stream",
-            "options": {**rest_options(seaweed), "catalog.s3.region": "us-east-1"}}
+            "options": {**support.rest_options(seaweed), "catalog.s3.region": "us-east-1"}}
     address = f"{ray_cluster.head.address}:{GCS_PORT}"
     first = run_ray_driver(ray_cluster.head, {"address": address, "stream": spec})
     assert first.returncode == 0, first.stderr[-4000:]
@@ -169,9 +161,9 @@ def test_stream_with_its_checkpoint_in_s3_resumes_in_a_new_driver(
     assert second.returncode == 0, second.stderr[-4000:]
     after = json.loads(second.stdout.strip().splitlines()[-1])["ids"]
     oracle = sorted(table.refresh().scan().to_arrow().column("id").to_pylist())
-    record("ray: available-now stream, checkpoint in S3, resumed by a new driver",
-           rows_checked=len(oracle), rows_lost=len(set(oracle) - set(before + after)),
-           duplicates=len(before) + len(after) - len(set(before + after)), restarts=1)
+    support.record("ray: available-now stream, checkpoint in S3, resumed by a new driver",
+                   rows_checked=len(oracle), rows_lost=len(set(oracle) - set(before + after)),
+                   duplicates=len(before) + len(after) - len(set(before + after)), restarts=1)
     assert sorted(before + after) == oracle, "rows lost or repeated across the restart"
 
 
@@ -181,14 +173,14 @@ def test_readme_ray_cluster_recipe_on_the_head_host(
     there, shipped to the other nodes by ``runtime_env``), the catalog ``lake`` in the
     driver's environment only: the count equals PyIceberg's."""
     head = ray_cluster.head
-    code = readme_block("ray.init", {"head:6379": f"{head.address}:{GCS_PORT}",
-                                     "db.events": "raycluster.events"})
+    code = support.readme_block("ray.init", {"head:6379": f"{head.address}:{GCS_PORT}",
+                                             "db.events": "raycluster.events"})
     shipped = ship_code(head)
     (shipped / "readme_ray.py").write_text(code)
     python = str(head.disk / "environment" / "bin" / "python")
     done = head.run([python, str(shipped / "readme_ray.py")],
                     env={**_ray_env(head), "PYTHONPATH": str(shipped),
-                         **catalog_env("lake", seaweed.rest_properties())}, timeout_s=600)
+                         **support.catalog_env("lake", seaweed.rest_properties())}, timeout_s=600)
     assert done.returncode == 0, done.stderr[-4000:]
     assert done.stdout.split()[-1] == str(ray_events.scan().to_arrow().num_rows) == "3990"
 
@@ -203,12 +195,12 @@ def _backfill_running_on(ray_cluster: RayCluster, seaweed: SeaweedFS, name: str,
     """A 40-task backfill of the new table ``raycluster.<name>`` started by a driver on the
     head host (log ``<name>.log``), returned once ``node`` has started a Ray worker for
     it: (the table, the driver, the Parquet file it writes)."""
-    table = rest_table(seaweed, f"raycluster.{name}", appends=40, rows_each=1000)
+    table = support.rest_table(seaweed, f"raycluster.{name}", appends=40, rows_each=1000)
     head = ray_cluster.head
     out = head.disk / f"{name}.parquet"
     job = {"address": f"{head.address}:{GCS_PORT}",
            "reads": [{"table": f"raycluster.{name}", "out": str(out),
-                      "options": {**rest_options(seaweed), "splitSize": "1"}}]}
+                      "options": {**support.rest_options(seaweed), "splitSize": "1"}}]}
     code = ship_code(head)
     before = _ray_workers_started(node)
     python = str(head.disk / "environment" / "bin" / "python")
@@ -239,9 +231,9 @@ def test_a_ray_worker_host_killed_mid_backfill(
                   if line.startswith('{"rows"'))
     got = pq.read_table(out).column("id").to_pylist()
     oracle = table.scan().to_arrow().column("id").to_pylist()
-    record("ray: worker host r2 SIGKILLed mid-backfill", kills=1, processes_killed=killed,
-           rows_checked=len(oracle), rows_lost=len(set(oracle) - set(got)),
-           duplicates=len(got) - len(set(got)))
+    support.record("ray: worker host r2 SIGKILLed mid-backfill", kills=1, processes_killed=killed,
+                   rows_checked=len(oracle), rows_lost=len(set(oracle) - set(got)),
+                   duplicates=len(got) - len(set(got)))
     assert report["rows"] == [len(oracle)] == [40_000]
     assert sorted(got) == sorted(oracle), "rows lost or repeated"
 
@@ -253,16 +245,14 @@ def test_ray_driver_killed_mid_stream_resumes_from_the_s3_checkpoint(
     process on the head host SIGKILLed once 2 items are in S3 (its actors die with it),
     2 snapshots appended, a new driver resumes from the S3 checkpoint, one more snapshot
     appended while it runs: every id in the sink exactly once."""
-    table = rest_table(seaweed, "raycluster.killed", appends=6, rows_each=300)
+    table = support.rest_table(seaweed, "raycluster.killed", appends=6, rows_each=300)
     head = ray_cluster.head
     stop = head.disk / "stop-killed"
     spec = {"table": "raycluster.killed", "checkpoint": f"s3://{seaweed.bucket}/ckpt/killed",
             "stop_file": str(stop), "delay_s": 1.0,
-            "options": {**rest_options(seaweed), "catalog.s3.region": "us-east-1",
+            "options": {**support.rest_options(seaweed), "catalog.s3.region": "us-east-1",
                         "startingVersion": "earliest", "maxFilesPerTrigger": "1"},
-            "sink": {"bucket": seaweed.bucket, "prefix": "sink/ray-killed",
-                     "endpoint": seaweed.s3_endpoint.removeprefix("http://"),
-                     "access_key": ACCESS_KEY, "secret_key": SECRET_KEY}}
+            "sink": support.sink_spec(seaweed, "sink/ray-killed")}
     job = json.dumps({"address": f"{head.address}:{GCS_PORT}", "stream": spec})
     code = ship_code(head)
     python = str(head.disk / "environment" / "bin" / "python")
@@ -274,11 +264,11 @@ def test_ray_driver_killed_mid_stream_resumes_from_the_s3_checkpoint(
         return drivers[-1]
 
     def ids() -> list[int]:
-        return sink_ids(seaweed, "sink/ray-killed")
+        return support.sink_ids(seaweed, "sink/ray-killed")
 
     try:
         first = start()
-        wait_for(lambda: sink_objects(seaweed, "sink/ray-killed") >= 2
+        wait_for(lambda: support.sink_objects(seaweed, "sink/ray-killed") >= 2
                  or first.poll() is not None, "two items in the S3 sink", timeout_s=300,
                  logs=lambda: head.log("killed.log")[-3000:])
         assert first.poll() is None, head.log("killed.log")[-3000:]
@@ -308,10 +298,10 @@ def test_ray_driver_killed_mid_stream_resumes_from_the_s3_checkpoint(
                 driver.wait(timeout=30)
     got = ids()
     oracle = sorted(table.refresh().scan().to_arrow().column("id").to_pylist())
-    record("ray: driver SIGKILLed mid-stream, resumed from the S3 checkpoint, S3 sink",
-           kills=1, processes_killed=len(found), rows_checked=len(oracle),
-           rows_lost=len(set(oracle) - set(got)), duplicates=len(got) - len(set(got)),
-           rows_in_s3_at_kill=in_s3)
+    support.record("ray: driver SIGKILLed mid-stream, resumed from the S3 checkpoint, S3 sink",
+                   kills=1, processes_killed=len(found), rows_checked=len(oracle),
+                   rows_lost=len(set(oracle) - set(got)), duplicates=len(got) - len(set(got)),
+                   rows_in_s3_at_kill=in_s3)
     assert sorted(got) == oracle, "rows lost or repeated across the driver's kill"
 
 
@@ -349,10 +339,10 @@ def test_a_ray_worker_cut_off_longer_than_the_health_check(
                   if line.startswith('{"rows"'))
     got = pq.read_table(out).column("id").to_pylist()
     oracle = table.scan().to_arrow().column("id").to_pylist()
-    record("ray: worker r1 link down mid-backfill past the GCS health check, then up",
-           cuts=1,
-           seconds_down=round(down_s, 1), rows_checked=len(oracle),
-           rows_lost=len(set(oracle) - set(got)), duplicates=len(got) - len(set(got)))
+    support.record("ray: worker r1 link down mid-backfill past the GCS health check, then up",
+                   cuts=1,
+                   seconds_down=round(down_s, 1), rows_checked=len(oracle),
+                   rows_lost=len(set(oracle) - set(got)), duplicates=len(got) - len(set(got)))
     assert _declared_dead(head, cut), "the backfill ended before r1 was declared dead"
     assert cut.address not in report["nodes"]
     assert report["rows"] == [len(oracle)] == [40_000]

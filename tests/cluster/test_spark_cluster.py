@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ from pyiceberg.table import Table
 import icefloe.spark
 from icefloe.cli.failures import EXIT_CHECKPOINT, EXIT_OUTPUT
 from icefloe.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedFS
+from tests.cluster import support
 from tests.cluster.envpack import packed_env
 from tests.cluster.hosts import CLIENT_ADDRESS, Host, Network
 from tests.cluster.spark_cluster import (
@@ -39,19 +41,10 @@ from tests.cluster.spark_cluster import (
     stop_driver,
     wait_for,
 )
-from tests.cluster.support import (
-    catalog_env,
-    files_containing,
-    readme_block,
-    record,
-    rest_options,
-    rest_table,
-    sink_ids,
-    sink_objects,
-)
 from tests.conftest import sorted_rows
 from tests.helpers.changelog import check_every_snapshot
 from tests.helpers.tables import rows
+from tests.reliability.spark_harness import sink_files
 from tests.spark.connect_server import ConnectServer, connect_client
 from tests.spark.support import normalized
 
@@ -78,7 +71,8 @@ def archive() -> Path:
 @pytest.fixture(scope="module")
 def events(seaweed: SeaweedFS) -> Table:
     """``cluster.events``: 12 appends of 500 rows, then a delete of ids below 10."""
-    return rest_table(seaweed, "cluster.events", appends=12, rows_each=500, delete_below=10)
+    return support.rest_table(seaweed, "cluster.events", appends=12, rows_each=500,
+                              delete_below=10)
 
 
 def executor_hosts(workers: list[Host]) -> set[str]:
@@ -93,7 +87,7 @@ def test_bounded_and_changelog_reads_on_executors_that_only_have_the_archive(
         tmp_path: Path) -> None:
     work = tmp_path / "driver"
     (tmp_path / "events-log").mkdir()
-    options = {**rest_options(seaweed), "splitSize": "1"}
+    options = {**support.rest_options(seaweed), "splitSize": "1", **dict([support.CANARY])}
     job = {"master": cluster.url, "conf": driver_conf(archive, tmp_path / "events-log"),
            "reads": [{"table": "cluster.events", "options": options,
                       "out": str(tmp_path / "rows.parquet")},
@@ -107,16 +101,15 @@ def test_bounded_and_changelog_reads_on_executors_that_only_have_the_archive(
     changes = pq.read_table(tmp_path / "changes.parquet")
     assert check_every_snapshot(events, changes) == len(events.snapshots()) >= 13
     assert executor_hosts(cluster.workers) == {"w1", "w2"}
-    secrets = [SECRET_KEY, f"{ACCESS_KEY}:{SECRET_KEY}"]
-    leaks = files_containing([w.disk for w in cluster.workers] + [tmp_path / "events-log"],
-                             secrets)
+    leaks = support.files_containing([w.disk for w in cluster.workers] + [tmp_path / "events-log"],
+                                     support.SECRETS)
     assert leaks == [], "a secret in an executor log or the Spark event log"
 
 
 @pytest.fixture(scope="module")
 def backfill(seaweed: SeaweedFS) -> Table:
     """``cluster.backfill``: 40 appends of 1,000 rows, read as 40 one-file tasks."""
-    return rest_table(seaweed, "cluster.backfill", appends=40, rows_each=1000)
+    return support.rest_table(seaweed, "cluster.backfill", appends=40, rows_each=1000)
 
 
 def _backfill_job(cluster: SparkStandalone, seaweed: SeaweedFS, archive: Path, tmp_path: Path,
@@ -125,7 +118,7 @@ def _backfill_job(cluster: SparkStandalone, seaweed: SeaweedFS, archive: Path, t
     return {"master": cluster.url,
             "conf": driver_conf(archive, tmp_path / "events-log", **conf),
             "reads": [{"table": "cluster.backfill", "out": str(tmp_path / "rows.parquet"),
-                       "options": {**rest_options(seaweed), "splitSize": "1"}}]}
+                       "options": {**support.rest_options(seaweed), "splitSize": "1"}}]}
 
 
 def _tasks_started(host: Host) -> int:
@@ -140,8 +133,8 @@ def _check_exact(report: dict[str, Any], table: Table, tmp_path: Path, scenario:
     got = pq.read_table(tmp_path / "rows.parquet")
     want = Counter(map(repr, sorted_rows(expected)))
     have = Counter(map(repr, sorted_rows(got)))
-    record(scenario, rows_checked=expected.num_rows, rows_lost=sum((want - have).values()),
-           duplicates=sum((have - want).values()), **figures)
+    support.record(scenario, rows_checked=expected.num_rows, rows_lost=sum((want - have).values()),
+                   duplicates=sum((have - want).values()), **figures)
     assert report["rows"] == [got.num_rows] == [expected.num_rows], "rows lost or repeated"
     assert sorted_rows(got) == sorted_rows(expected)
 
@@ -213,12 +206,14 @@ def test_a_worker_cut_off_longer_than_the_heartbeat_timeout(
 
 def _stream_job(seaweed: SeaweedFS, name: str, checkpoint: str, stop: Path,
                 **extra: Any) -> dict[str, Any]:
+    """A stream of ``cluster.<name>`` into the S3 sink. Through Connect (``remote``) the
+    catalog "lake" and the sink's keys are the server's (README: no credential in a
+    Connect plan); a classic driver passes them as options and in the sink's closure."""
+    connect = "remote" in extra
+    catalog = {"catalog": "lake"} if connect else support.rest_options(seaweed)
     return {"table": f"cluster.{name}", "checkpoint": checkpoint, "stop_file": str(stop),
-            "options": {**rest_options(seaweed), "maxFilesPerTrigger": "1",
-                        "startingVersion": "earliest"},
-            "sink": {"bucket": seaweed.bucket, "prefix": f"sink/{name}",
-                     "endpoint": seaweed.s3_endpoint.removeprefix("http://"),
-                     "access_key": ACCESS_KEY, "secret_key": SECRET_KEY}, **extra}
+            "options": {**catalog, "maxFilesPerTrigger": "1", "startingVersion": "earliest"},
+            "sink": support.sink_spec(seaweed, f"sink/{name}", keys=not connect), **extra}
 
 
 def _run_killed_stream(seaweed: SeaweedFS, name: str, start: Any, kill: Any,
@@ -227,30 +222,30 @@ def _run_killed_stream(seaweed: SeaweedFS, name: str, start: Any, kill: Any,
     into the S3 sink; the driver killed once two batches are in S3; 2 snapshots appended
     while it is down; restarted (``start``), it resumes from the checkpoint on its host's
     disk; one more snapshot appended while it runs. Every id exactly once."""
-    table = rest_table(seaweed, f"cluster.{name}", appends=6, rows_each=400)
+    table = support.rest_table(seaweed, f"cluster.{name}", appends=6, rows_each=400)
     first = start()
-    wait_for(lambda: sink_objects(seaweed, f"sink/{name}") >= 2 or first.poll() is not None,
+    wait_for(lambda: support.sink_objects(seaweed, f"sink/{name}") >= 2 or first.poll() is not None,
              f"two micro-batches of {name} in S3", timeout_s=300)
     assert first.poll() is None, f"the first driver ended before it was killed: {logs()}"
-    in_s3 = len(set(sink_ids(seaweed, f"sink/{name}")))
+    in_s3 = len(set(support.sink_ids(seaweed, f"sink/{name}")))
     killed = kill(first)
     assert in_s3 < 2400, "the stream had finished before the kill: nothing left to resume"
     for i in range(6, 8):
         table.append(rows(400, start=i * 400))
     second = start()
-    wait_for(lambda: set(sink_ids(seaweed, f"sink/{name}")) >= set(range(3200))
+    wait_for(lambda: set(support.sink_ids(seaweed, f"sink/{name}")) >= set(range(3200))
              or second.poll() is not None, f"{name}: the 8 snapshots after the restart",
              timeout_s=300)
     assert second.poll() is None, f"the restarted driver ended early: {logs()}"
     table.append(rows(400, start=3200))
-    wait_for(lambda: set(sink_ids(seaweed, f"sink/{name}")) >= set(range(3600))
+    wait_for(lambda: set(support.sink_ids(seaweed, f"sink/{name}")) >= set(range(3600))
              or second.poll() is not None, f"{name}: a snapshot committed while it runs",
              timeout_s=180)
-    got = sink_ids(seaweed, f"sink/{name}")
+    got = support.sink_ids(seaweed, f"sink/{name}")
     oracle = sorted(table.refresh().scan().to_arrow().column("id").to_pylist())
-    record(scenario, rows_checked=len(oracle), rows_lost=len(set(oracle) - set(got)),
-           duplicates=len(got) - len(set(got)), kills=1, processes_killed=killed,
-           rows_in_s3_at_kill=in_s3)
+    support.record(scenario, rows_checked=len(oracle), rows_lost=len(set(oracle) - set(got)),
+                   duplicates=len(got) - len(set(got)), kills=1, processes_killed=killed,
+                   rows_in_s3_at_kill=in_s3)
     assert second.poll() is None
     assert sorted(got) == oracle, "rows lost or repeated across the driver's restart"
 
@@ -279,8 +274,8 @@ def test_classic_stream_driver_killed_mid_stream_resumes_exactly_once(
         for driver in drivers:
             stop_driver(driver)
     assert (work / "ckpt" / "commits").is_dir()
-    leaks = files_containing([w.disk for w in cluster.workers] + [tmp_path / "events-log"],
-                             [SECRET_KEY, f"{ACCESS_KEY}:{SECRET_KEY}"])
+    leaks = support.files_containing([w.disk for w in cluster.workers] + [tmp_path / "events-log"],
+                                     support.SECRETS)
     assert leaks == [], "a secret in an executor log or the Spark event log"
 
 
@@ -292,7 +287,7 @@ def readme_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The README's recipe run as written (uv, venv-pack), in a directory of its own, with
     icefloe from this checkout in place of the package index's; returns the directory."""
     here = tmp_path_factory.mktemp("readme-env")
-    code = readme_block("venv-pack", {"'icefloe'": f"'{ROOT}'"})
+    code = support.readme_block("venv-pack", {"'icefloe'": f"'{ROOT}'"})
     base = Path(getattr(sys, "_base_executable", sys.executable)).parent
     uv = shutil.which("uv") or str(base / "uv")
     path = os.pathsep.join([str(base), str(Path(uv).parent), PATH])
@@ -309,7 +304,7 @@ def _readme_env(seaweed: SeaweedFS) -> dict[str, str]:
     """A user's driver environment: PyIceberg's catalog "lake" and the sink's S3 keys."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("SPARK_", "PYSPARK_", "PYICEBERG_", "AWS_"))}
-    return {**env, **catalog_env("lake", seaweed.rest_properties()),
+    return {**env, **support.catalog_env("lake", seaweed.rest_properties()),
             "AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
             "SPARK_LOCAL_IP": CLIENT_ADDRESS}
 
@@ -325,9 +320,10 @@ def test_readme_cluster_recipe_on_a_classic_driver(
     (tmp_path / "environment").symlink_to(sys.prefix)  # the driver's own environment
     host = seaweed.s3_endpoint
     script = "\n".join([
-        readme_block("spark://master:7077", {"spark://master:7077": cluster.url,
-                                             "db.events": "cluster.events"}),
-        readme_block("foreachBatch", {"http://s3:8333": host, "db.events": "cluster.events"}),
+        support.readme_block("spark://master:7077", {"spark://master:7077": cluster.url,
+                                                     "db.events": "cluster.events"}),
+        support.readme_block("foreachBatch", {"http://s3:8333": host,
+                                              "db.events": "cluster.events"}),
     ])
     (tmp_path / "recipe.py").write_text(script)
     conf = f"spark.driver.host={CLIENT_ADDRESS}"
@@ -338,7 +334,7 @@ def test_readme_cluster_recipe_on_a_classic_driver(
     assert done.returncode == 0, done.stderr[-4000:]
     oracle = sorted(events.scan().to_arrow().column("id").to_pylist())
     assert done.stdout.split()[0] == str(len(oracle)) == "5990"
-    assert sorted(sink_ids(seaweed, "events-out")) == oracle
+    assert sorted(support.sink_ids(seaweed, "events-out")) == oracle
     assert (tmp_path / "events-ckpt" / "commits").is_dir()
 
 
@@ -365,18 +361,20 @@ def _connect_on(host: Host, cluster: SparkStandalone, seaweed: SeaweedFS, name: 
         host.disk / name, host=host.address, port=port, master=cluster.url,
         python=python, prefix=host.wrap(()), spark_home=Path("/opt/spark"),
         base_env={"PATH": PATH, "HOME": str(host.disk)},
-        env={**catalog_env("lake", seaweed.rest_properties()),
+        env={**support.catalog_env("lake", seaweed.rest_properties()),
              "AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY},
         conf={"spark.executor.memory": "640m", "spark.executor.cores": "1",
               "spark.cores.max": "2", "spark.python.daemon.module": "pyspark.daemon", **conf})
 
 
 def test_reads_through_a_connect_server_on_the_cluster(
-        connect_server: ConnectServer, seaweed: SeaweedFS, events: Table,
-        archive: Path) -> None:
+        connect_server: ConnectServer, events: Table, archive: Path) -> None:
+    """Bounded and changelog reads through Connect, the catalog "lake" configured on the
+    server's host only (README: no credential in a Connect plan, which the server may log
+    whole): the rows against PyIceberg's scans."""
     with connect_client(connect_server.url) as spark:
         spark.addArtifacts(f"{archive}#environment", archive=True)
-        options = {**rest_options(seaweed), "splitSize": "1"}
+        options = {"catalog": "lake", "splitSize": "1"}
         got = icefloe.spark.read(spark, "cluster.events", options=options).toArrow()
         changes = icefloe.spark.read(spark, "cluster.events",
                                      options={**options, "changelog": "true"}).toArrow()
@@ -392,9 +390,9 @@ def test_readme_cluster_recipe_through_connect(
     shutil.copy2(readme_archive / "icefloe-env.tar.gz", tmp_path)
     script = "\n".join([
         "import icefloe.spark",
-        readme_block("sc://spark-connect:15002", {"sc://spark-connect:15002":
-                                                  connect_server.url,
-                                                  "db.events": "cluster.events"}),
+        support.readme_block("sc://spark-connect:15002", {"sc://spark-connect:15002":
+                                                          connect_server.url,
+                                                          "db.events": "cluster.events"}),
     ])
     (tmp_path / "recipe.py").write_text(script)
     env = {k: v for k, v in _readme_env(seaweed).items() if not k.startswith("PYICEBERG_")}
@@ -499,6 +497,35 @@ def test_cli_remote_refuses_paths_the_server_does_not_share_with_this_machine(
                                   "the Spark Connect server"), done.stderr
 
 
+def test_cli_remote_writes_to_a_filesystem_the_cluster_shares(
+        installed_connect: ConnectServer, seaweed: SeaweedFS) -> None:
+    """``icefloe read|stream --remote`` succeeding as the README's ``--remote`` section
+    says it can: ``--to``, ``--checkpoint`` and the sink on a filesystem mounted at the
+    same path on this machine and every host of the cluster (here ``/var/tmp``, which no
+    host hides: a stand-in for NFS), the catalog configured on the server only. The rows
+    this machine finds there equal PyIceberg's scan."""
+    table = support.rest_table(seaweed, "cluster.shared", appends=3, rows_each=200)
+    oracle = sorted(table.scan().to_arrow().column("id").to_pylist())
+    shared = Path(tempfile.mkdtemp(prefix="icf27-shared-", dir="/var/tmp"))
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SPARK_", "PYSPARK_", "PYICEBERG_", "AWS_"))}
+    base = ["--catalog", "lake", "--engine", "spark", "--remote", installed_connect.url]
+    try:
+        done = _cli(["read", "cluster.shared", *base, "--to", str(shared / "out")], shared, env)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "wrote 600 rows" in done.stdout, done.stdout
+        assert sorted(pq.read_table(shared / "out").column("id").to_pylist()) == oracle
+        done = _cli(["stream", "cluster.shared", *base, "--available-now",
+                     "--checkpoint", str(shared / "ckpt"), "--sink", f"parquet:{shared / 's'}"],
+                    shared, env)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert sorted(i for f in sink_files(shared / "s")
+                      for i in pq.read_table(f).column("id").to_pylist()) == oracle
+        assert (shared / "ckpt" / "commits").is_dir()
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+
+
 def test_no_secret_in_any_spark_hosts_logs(cluster: SparkStandalone,
                                            installed_connect: ConnectServer) -> None:
     """After every Spark test of the module (classic drivers, both Connect servers, whose
@@ -508,7 +535,8 @@ def test_no_secret_in_any_spark_hosts_logs(cluster: SparkStandalone,
     roots = [w.disk / "work" for w in cluster.workers]
     logs = [*(w.disk / "worker.log" for w in cluster.workers), cluster.master.disk / "master.log",
             *cluster.master.disk.glob("connect*/*.log"), installed_connect.log]
-    found = files_containing(roots, [SECRET_KEY, f"{ACCESS_KEY}:{SECRET_KEY}"])
-    found += [str(p) for p in logs if SECRET_KEY in p.read_text(errors="replace")]
+    found = support.files_containing(roots, support.SECRETS)
+    found += [line for p in logs for line in support.lines_containing(p, support.SECRETS)]
     assert len(logs) >= 5 and all(p.exists() for p in logs)
     assert found == [], "a secret in a Spark host's log"
+

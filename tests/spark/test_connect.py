@@ -289,3 +289,20 @@ def test_cli_refuses_remote_misuse_in_one_line(tmp_path: Path, extra: list[str],
     assert done.returncode == EXIT_USAGE
     assert done.stderr.count("\n") == 1, done.stderr
     assert "--remote" in done.stderr and message in done.stderr, done.stderr
+
+
+def test_credentials_as_options_of_a_connect_read_warn_naming_the_keys(connect: Any) -> None:
+    """A Connect plan carries its options to the server, which may log it whole: a read
+    with credentials as options warns, naming the keys (never the values) and the fix;
+    the catalog's name alone does not warn. Nothing runs: the plan is never sent."""
+    from icefloe.spark.session import SecretInPlanWarning
+
+    secret = {"catalog": "lake", "catalog.credential": "client:hunter2-value",
+              "catalog.s3.secret-access-key": "hunter2-value", "catalog.s3.region": "x"}
+    with pytest.warns(SecretInPlanWarning) as caught:
+        icefloe.spark.read(connect, "db.events", options=secret)
+    message = str(caught[0].message)
+    assert message.startswith("options catalog.credential, catalog.s3.secret-access-key "), \
+        message
+    assert "hunter2" not in message and "configure the catalog on the server's hosts" in message
+    icefloe.spark.read(connect, "db.events", catalog="lake")  # warnings are errors here
