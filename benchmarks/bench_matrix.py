@@ -379,14 +379,18 @@ def _short(peer: str) -> str:
 
 def cell_verdict(key: str, cell: dict[str, Any]) -> str:
     """``**met**``; ``ceiling: ...`` when every missed target of the cell has a
-    :data:`CEILINGS` entry; else ``**missed** (peers)`` (and the ceilings of the others)."""
+    :data:`CEILINGS` entry; else ``**missed** (peers)`` (and the ceilings of the others).
+    A missed "tuned" target is marked "within tune's noise" where ``icefloe tune`` itself
+    found no setting faster than its noise for the cell."""
     r = ratios(cell)
     missed = [n for n, t in TARGETS.items() if r[n] < t]
     if not missed:
         return verdict(True)
     shown = [f"ceiling ({_short(n)}): {CEILINGS[key, n]}" for n in missed
              if (key, n) in CEILINGS]
-    open_ = [_short(n) for n in missed if (key, n) not in CEILINGS]
+    open_ = [_short(n) + (" within tune's noise" if n == "icefloe (tuned)"
+                          and str(cell.get("tune", "")).startswith("within-noise") else "")
+             for n in missed if (key, n) not in CEILINGS]
     if not open_:
         return "; ".join(shown)
     return f"{verdict(False)} ({', '.join(open_)})" + "".join(f"; {c}" for c in shown)

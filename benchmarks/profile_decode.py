@@ -50,7 +50,7 @@ def main() -> None:
              "warehouse": (root / "warehouse").as_uri()}
     (root / "warehouse").mkdir()
     try:
-        catalog = load_catalog("decode", **props)
+        catalog = load_catalog("matrix", **props)  # the name the contenders use
         catalog.create_namespace("matrix")
         for cell in args.cells.split(","):
             size_mb, groups = (int(x) for x in cell.split(":"))
