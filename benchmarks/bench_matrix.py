@@ -482,7 +482,7 @@ def report(scale: str, recorded: dict[str, dict[str, Any]], took: float | None) 
     rows = [_row(c) for k, c in sorted(recorded.items(), key=lambda kv: order.get(kv[0], 0))]
     met = sum(r[8].startswith("**met") for r in rows)
     ceiling = sum(r[8].startswith("ceiling") for r in rows)
-    reps = len(next(iter(recorded.values()))["seconds"]["pyiceberg"])
+    reps = max(len(c["seconds"]["pyiceberg"]) for c in recorded.values())
     return (f"{scale} scale{'' if took is None else f', {took:.0f} s'}; a cell holds "
             f"{CELL_BYTES // MB} MB of Parquet (one file where a file is larger); "
             f"each contender in a fresh process per cell, {reps} timed reads each, "
