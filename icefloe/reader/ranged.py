@@ -68,15 +68,22 @@ def chunk_ranges(metadata: Any, row_groups: Sequence[int],
 
 def pieces(ranges: Sequence[tuple[int, int]], gap: int = COALESCE_GAP,
            piece: int = PIECE_BYTES) -> list[tuple[int, int]]:
-    """``ranges`` merged where closer than ``gap`` and cut into pieces of at most
-    ``piece`` bytes: ``(offset, length)`` in file order, covering every range."""
+    """``ranges`` merged where closer than ``gap`` while the merged piece stays within
+    ``piece`` bytes, and a range longer than ``piece`` cut into pieces of ``piece`` bytes:
+    ``(offset, length)`` in file order, covering every range.
+
+    A piece ends where a range (a column chunk) ends unless that range alone is longer
+    than ``piece``, so a read of a column chunk is served from one piece (a slice, no
+    copy) except for chunks longer than ``piece``."""
     merged: list[list[int]] = []
     for start, length in sorted(ranges):
         end = start + length
-        if merged and start - merged[-1][1] <= gap:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
+        if merged:
+            first, last = merged[-1]
+            if start < last or (start - last <= gap and max(last, end) - first <= piece):
+                merged[-1][1] = max(last, end)  # overlapping, or near and it fits
+                continue
+        merged.append([start, end])
     return [(s, min(piece, end - s)) for start, end in merged for s in range(start, end, piece)]
 
 
@@ -97,8 +104,29 @@ def _overlaps(pieces: Sequence[tuple[int, int]], reads: Sequence[tuple[int, int]
 
 
 def _fetch(stream: Any, nbytes: int, offset: int) -> pa.Buffer:
-    """``nbytes`` of ``stream`` from ``offset`` (an I/O thread's or a fallback read)."""
-    return pa.py_buffer(stream.read_at(nbytes, offset))  # no copy of the bytes
+    """``nbytes`` of ``stream`` from ``offset`` (an I/O thread's or a fallback read).
+
+    An Arrow file reads into a buffer of Arrow's memory pool (``get_stream``: a view of
+    the file with its own position, safe on any thread), which keeps freed memory for the
+    next piece. ``read_at`` would read into a new Python bytes object: memory mapped
+    fresh for every piece and returned at its release (about 29,000 page faults and 0.1 s
+    of system CPU per 64 MB read; profile in benchmarks/RESULTS.md, "Defaults matrix").
+    """
+    get_stream = getattr(stream, "get_stream", None)
+    if get_stream is None:
+        return pa.py_buffer(stream.read_at(nbytes, offset))
+    return get_stream(offset, nbytes).read_buffer(nbytes)
+
+
+def _joined(parts: Sequence[pa.Buffer]) -> pa.Buffer:
+    """``parts`` copied end to end into one buffer of Arrow's memory pool."""
+    out = pa.allocate_buffer(sum(p.size for p in parts))
+    view = memoryview(out)
+    pos = 0
+    for part in parts:
+        view[pos:pos + part.size] = memoryview(part)
+        pos += part.size
+    return out
 
 
 class RangedFile:
@@ -212,7 +240,7 @@ class RangedFile:
             hi = min(offset + nbytes, start + length) - start
             parts.append(data.slice(lo, hi - lo))
         self._fill()
-        return parts[0] if len(parts) == 1 else pa.py_buffer(b"".join(parts))
+        return parts[0] if len(parts) == 1 else _joined(parts)
 
     def close(self) -> None:
         """Drop what was fetched ahead (running fetches finish and are dropped)."""

@@ -42,6 +42,22 @@ def test_pieces_merge_near_ranges_and_cut_big_ones() -> None:
     assert pieces([(0, 10), (15, 10), (100, 5)], gap=5, piece=100) == [(0, 25), (100, 5)]
     assert pieces([(0, 250)], gap=0, piece=100) == [(0, 100), (100, 100), (200, 50)]
     assert pieces([], gap=5, piece=10) == []
+    # adjacent ranges are not merged past the piece size: a piece ends where a range does
+    assert pieces([(0, 60), (60, 60), (120, 30), (150, 10)], gap=0, piece=100) == [
+        (0, 60), (60, 100)]
+    assert pieces([(0, 60), (60, 250), (310, 10)], gap=0, piece=100) == [
+        (0, 60), (60, 100), (160, 100), (260, 50), (310, 10)]
+
+
+def test_a_column_chunk_no_longer_than_a_piece_lies_in_one_piece(parquet: Path) -> None:
+    """So Parquet's read of it is a slice of one fetched buffer, not a copy of several."""
+    pf, _ = _open(parquet)
+    chunks = chunk_ranges(pf.metadata, [0, 1, 2, 3], None)
+    piece = 2 * max(n for _, n in chunks)  # several chunks fit in a piece
+    cut = pieces(chunks, gap=0, piece=piece)
+    assert len(cut) < len(chunks)
+    for start, length in chunks:
+        assert sum(s <= start and start + length <= s + n for s, n in cut) == 1
 
 
 @pytest.mark.parametrize(("row_groups", "columns"), [([0, 1, 2, 3], None), ([1, 3], [0, 2]),
@@ -109,3 +125,21 @@ def test_a_failed_fetch_fails_the_read_that_needs_it(parquet: Path) -> None:
     reader, _ = ranged_reader(pf, Failing(stream), [0], None, concurrency=2)
     with pytest.raises(OSError, match="connection reset"):
         list(reader.iter_batches(10_000, [0], None))
+
+
+def test_pieces_are_fetched_into_arrow_memory(parquet: Path) -> None:
+    """The pieces fetched ahead are buffers of Arrow's memory pool (which keeps freed
+    memory for the next ones), not Python bytes objects mapped fresh each time."""
+    pf, stream = _open(parquet)
+    chunks = chunk_ranges(pf.metadata, [0, 1, 2, 3], None)
+    before = pa.total_allocated_bytes()
+    ranged = RangedFile(stream, pieces(chunks, gap=0, piece=4096), concurrency=1_000,
+                        ahead_bytes=1 << 30, reads=chunks)
+    held = [future.result() for _, future in ranged._ahead.values()]
+    assert sum(b.size for b in held) == sum(n for _, n in chunks)
+    assert pa.total_allocated_bytes() - before >= sum(b.size for b in held)
+    start, length = chunks[1]
+    assert ranged.read_at(length, start).to_pybytes() == \
+        parquet.read_bytes()[start:start + length]  # across pieces: joined
+    ranged.close()
+
