@@ -1,15 +1,18 @@
 """The idle poll at 100 and at 100,000 snapshots, and Java's refresh, interleaved (issue 26).
 
 ``uv run python -m benchmarks.bench_idle [--blocks N]`` (under the bench lock). Two tables
-in one SQLite catalog as :mod:`benchmarks.bench_history` builds them (one real append at
-the head after 100, or 100,000, synthetic snapshots; 0.1 MB and 65 MB of metadata JSON)
-and two local streams (``pollIntervalMs=100``, ``startingVersion=latest``), one per table,
-each in a child process, **both polling at once**; beside them, block after block, Java
-Iceberg's ``table.refresh()`` of the unchanged table (``benchmarks/java/RefreshTable.java``:
-one refresh per 100 ms after a JIT warm-up; a Hadoop-catalog copy of the same metadata),
-alternately of the small and the large table. A block measures both streams over the same
-seconds as that block's Java run, so the three figures of a block share the machine's
-load; the verdicts take medians over the blocks, with their spread.
+in one SQLite catalog each, as :mod:`benchmarks.bench_history` builds them (one real append
+at the head after 100, or 100,000, synthetic snapshots; 0.1 MB and 65 MB of metadata JSON),
+and three local streams (``pollIntervalMs=100``, ``startingVersion=latest``), each in a
+child process, **all polling at once**: one per table, and a third on the large table
+with the pointer probe of before session 11 (:func:`pooled_probe`: a pool check-out per
+poll), the before of a before / after in the same run. Beside them, block after block,
+Java Iceberg's ``table.refresh()`` of the unchanged table
+(``benchmarks/java/RefreshTable.java``: one refresh per 100 ms after a JIT warm-up; a
+Hadoop-catalog copy of the same metadata), alternately of the small and the large table.
+A block measures the streams over the same seconds as that block's Java run, so the
+figures of a block share the machine's load; the verdicts take medians over the blocks,
+with their range.
 
 Per stream and block: the enumeration thread's CPU per idle poll (``refresh`` +
 ``enumerate``, ``time.thread_time``), of which the pointer probe (the catalog's one-row
@@ -46,9 +49,35 @@ def _cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def child(root: str, identifier: str) -> None:
+def pooled_probe(self: Any, current: Any) -> Any:
+    """The pointer probe before session 11: a pool check-out and check-in per poll
+    (``--pooled``: the before of the before / after, in the same run)."""
+    from pyiceberg.exceptions import NoSuchTableError
+
+    from icefloe.catalog.refresh import Pointer
+
+    connection = self._engine.raw_connection()
+    try:
+        cursor = connection.cursor()
+        try:
+            cursor.execute(self._sql, self._args)
+            row = cursor.fetchone()
+        finally:
+            cursor.close()
+    except BaseException:
+        connection.invalidate()
+        raise
+    finally:
+        connection.close()
+    if row is None:
+        raise NoSuchTableError(f"Table does not exist: {current.name()}")
+    return Pointer(row[0])
+
+
+def child(root: str, identifier: str, variant: str = "kept") -> None:
     """A local stream on ``identifier``, answering reports: polls, the enumeration
-    thread's CPU in them (and in the pointer probe), the process's CPU, collections."""
+    thread's CPU in them (and in the pointer probe), the process's CPU, collections.
+    ``variant``: ``kept`` (the probe's own connection) or ``pooled`` (:func:`pooled_probe`)."""
     from icefloe import IcebergSource
     from icefloe.catalog.refresh import SqlPointerProbe
     from icefloe.enumerator.continuous import ContinuousEnumerator
@@ -56,7 +85,7 @@ def child(root: str, identifier: str) -> None:
 
     totals = {"polls": 0, "poll_cpu": 0.0, "probe_cpu": 0.0}
     refresh, enumerate_ = ContinuousEnumerator.refresh, ContinuousEnumerator.enumerate
-    probe = SqlPointerProbe.probe
+    probe = pooled_probe if variant == "pooled" else SqlPointerProbe.probe
 
     def timed_refresh(self: ContinuousEnumerator) -> None:
         start = time.thread_time()
@@ -119,6 +148,9 @@ def measure(blocks: int, histories: tuple[int, int] = HISTORIES) -> dict[str, An
                         .removeprefix("file://")).stat().st_size
             tables[n] = (hadoop_copy(catalog, identifier, sub), size / 1e6)
             streams[n] = StreamChild("benchmarks.bench_idle", str(sub), identifier)
+            if n == histories[-1]:  # the same table, the probe before this session's
+                streams[-n] = StreamChild("benchmarks.bench_idle", str(sub), identifier,
+                                          "pooled")
         for s in streams.values():  # started and polling
             first = s.report()
             deadline = time.monotonic() + 300
@@ -141,7 +173,7 @@ def measure(blocks: int, histories: tuple[int, int] = HISTORIES) -> dict[str, An
                                    "load1": os.getloadavg()[0], "java_history": java_n,
                                    "java_ms": json.loads(out.strip().splitlines()[-1])
                                    ["cpu_ms_per_refresh"]}
-            for n in histories:
+            for n in streams:
                 polls = max(1, after[n]["polls"] - before[n]["polls"])
                 row[f"h{n}"] = {
                     "polls": polls,
@@ -170,7 +202,7 @@ def _spread(values: list[float], digits: int = 3) -> str:
 def summarize(result: dict[str, Any]) -> str:
     """A row per block, then medians with their range and the verdicts."""
     small, large = result["histories"]
-    s, g = f"h{small}", f"h{large}"  # the blocks' keys (JSON: strings)
+    s, g, old = f"h{small}", f"h{large}", f"h-{large}"  # the blocks' keys (JSON: strings)
     blocks = result["blocks"]
     table = []
     for r in blocks:
@@ -178,6 +210,7 @@ def summarize(result: dict[str, Any]) -> str:
                       f"{r[s]['poll_ms']:.3f} ({r[s]['probe_ms']:.3f})",
                       f"{r[g]['poll_ms']:.3f} ({r[g]['probe_ms']:.3f})",
                       f"{r[g]['poll_ms'] / r[s]['poll_ms']:.2f}x",
+                      f"{r[old]['poll_ms']:.3f} ({r[old]['probe_ms']:.3f})",
                       f"{r['java_ms']:.3f} ({r['java_history']:,})",
                       f"{r[s]['process_ms']:.2f} / {r[g]['process_ms']:.2f}",
                       f"{r[s]['gc'][2]} / {r[g]['gc'][2]}"])
@@ -190,20 +223,25 @@ def summarize(result: dict[str, Any]) -> str:
     vs_java = [r[g]["poll_ms"] / r["java_ms"] for r in blocks
                if r["java_history"] == large]
     loads = [r["load1"] for r in blocks]
+    kept_vs_pooled = [r[g]["poll_ms"] / r[old]["poll_ms"] for r in blocks]
+    pooled = [r[old]["poll_ms"] for r in blocks]
     lines = [
         f"{len(blocks)} blocks of about {BLOCK_REFRESHES * POLL_MS / 1000:.0f} s (Java's "
-        f"measured refreshes after its warm-up), both streams polling throughout; metadata "
+        f"measured refreshes after its warm-up), the three streams polling throughout; metadata "
         f"{result['sizes_mb'][s]:.1f} MB and {result['sizes_mb'][g]:.1f} MB; "
         f"1-minute load average {min(loads):.1f}-{max(loads):.1f}.",
         "",
         md_table(["block", "load", f"idle poll at {small:,} (probe) ms",
                   f"idle poll at {large:,} (probe) ms", f"{large:,} / {small:,}",
+                  f"before: pooled probe, {large:,} (probe) ms",
                   "Java refresh ms (table)", "process per poll ms (small / large)",
                   "oldest-generation collections (small / large)"], table),
         "",
         f"- idle poll, medians over the blocks (range): {small:,} snapshots "
         f"{_spread(ours_small)} ms, {large:,} snapshots {_spread(ours_large)} ms; per block "
         f"{large:,} / {small:,}: {_spread(ratio, 2)}",
+        f"- before (a pool check-out per poll), {large:,} snapshots: {_spread(pooled)} ms; "
+        f"per block after / before: {_spread(kept_vs_pooled, 2)}",
         f"- Java's refresh of the unchanged table: {small:,} snapshots "
         f"{_spread(java_small) if java_small else 'n/a'} ms, {large:,} snapshots "
         f"{_spread(java_large) if java_large else 'n/a'} ms",
@@ -220,7 +258,7 @@ def summarize(result: dict[str, Any]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_idle")
-    ap.add_argument("--child", nargs=2, metavar=("ROOT", "TABLE"))
+    ap.add_argument("--child", nargs="+", metavar="ROOT TABLE [VARIANT]")
     ap.add_argument("--blocks", type=int, default=12)
     ap.add_argument("--histories", default=",".join(map(str, HISTORIES)),
                     help="the two history lengths (snapshots), small first")
