@@ -718,7 +718,7 @@ def summarize(result: dict[str, Any]) -> str:
         f"Writer: {result['writer']}, {result['commits']} appends of {ROWS} rows "
         f"({result['written']} rows), {result['history']} of them before the first window, "
         f"{result['replaces']} `replace` compactions, {result['expiries']} expiries (snapshots "
-        f"older than {RETAIN_S:.0f} s). {len(windows)} windows of {result['window_s']:.0f} s of "
+        f"older than {result.get('retain_s', RETAIN_S):.0f} s). {len(windows)} windows of {result['window_s']:.0f} s of "
         "commits "
         f"({result['write_minutes']:.1f} minutes of writing, {result['wall_minutes']:.1f} with "
         f"catch-up and idle phases): the writer reached {min(rates):.1f}-{max(rates):.1f} "
@@ -726,13 +726,15 @@ def summarize(result: dict[str, Any]) -> str:
         f"{min(x['snapshots'] for x in windows)}-{max(x['snapshots'] for x in windows)} "
         f"snapshots in the metadata. The machine was shared (2 cores): 1-minute load average "
         f"{min(loads):.1f}-{max(loads):.1f} over the windows (median "
-        f"{statistics.median(loads):.1f}); the streams ran at once, behind one writer.",
+        f"{statistics.median(loads):.1f}); the streams ran at once, behind one writer. "
+        f"The Spark driver's heap: {result.get('spark_heap', 'grow')}.",
     ]
     for e in result["engines"]:
         rows = []
         for x in windows:
             m = x["engines"][e]
-            rows.append([f"{x['t_min']:.1f}", x["commits"], f"{x['load1']:.1f}",
+            rows.append([f"{x['t_min']:.1f}", x["commits"], f"{x['snapshots']:,}",
+                         f"{x['load1']:.1f}",
                          f"{m['cpu_per_snapshot_ms']:.1f}", f"{m['cpu_per_idle_poll_ms']:.1f}",
                          f"{m['rss_mb']:.0f}",
                          f"{m['lag_records_median']:.0f} / {m['lag_records_max']:.0f}",
@@ -741,7 +743,7 @@ def summarize(result: dict[str, Any]) -> str:
         v = verdicts(result, e)
         lines += [
             "", f"**{e}**", "",
-            md_table(["minute", "appends", "load", "CPU per snapshot (ms)",
+            md_table(["minute", "appends", "snapshots", "load", "CPU per snapshot (ms)",
                       "CPU per idle poll (ms)", "RSS (MB)", "lag records (median / max)",
                       "lag s (median / max)", "catch-up (s)", "checkpoint (kB)"], rows),
             "",
@@ -754,6 +756,14 @@ def summarize(result: dict[str, Any]) -> str:
             + (f"; the sink's files: {result['checks'][e]['sink_rows']} rows, the writer's "
                f"ids: {result['checks'][e]['sink_same']}" if e == "spark" else "") + ")",
         ]
+        first, last = windows[0]["engines"][e], windows[-1]["engines"][e]
+        if "procs" in first and "procs" in last:  # RSS per process name, first -> last
+            names = sorted(set(first["procs"]) & set(last["procs"]))
+            lines.append("- RSS by process, first -> last window: " + "; ".join(
+                f"`{n}` {first['procs'][n]['rss_mb']:.0f} -> {last['procs'][n]['rss_mb']:.0f} MB"
+                for n in names if last["procs"][n]["rss_mb"] >= 1)
+                + (f"; the driver JVM's live heap {first['jvm_live_heap_mb']:.0f} -> "
+                   f"{last['jvm_live_heap_mb']:.0f} MB" if "jvm_live_heap_mb" in last else ""))
     lines += ["", f"Oracle: the writer reported ids 0-{result['written'] - 1}; PyIceberg's scan "
               f"of the head: {result['oracle_rows']} rows, the same ids: "
               f"{result['oracle_same']}."]
