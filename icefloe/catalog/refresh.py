@@ -264,10 +264,13 @@ class _ArrayReuse:
         self.length = 0
         self.prefix = 0  # the text up to the last element's end (Java pretty-prints)
         self.objects: list[Any] = []
+        self.extended = False  # the last match: the known elements, then new ones only
 
     def match(self, region: msgspec.Raw | None) -> tuple[list[Any], list[tuple[int, bytes]]]:
         """``(objects, fresh)``: the array's elements, None where not known, and the
-        ``(index, text)`` of those to build."""
+        ``(index, text)`` of those to build. Sets :attr:`extended` when the array is the
+        last one's elements followed by the fresh ones only."""
+        self.extended = False
         if region is None:
             return [], []
         view = memoryview(region)
@@ -275,10 +278,12 @@ class _ArrayReuse:
         if n > 2 and len(view) >= n and self.raw.startswith(view[:n - 1], self.offset):
             tail = bytes(view[n - 1:]).lstrip()
             if tail == b"]":
+                self.extended = True
                 return list(self.objects), []
             if tail.startswith(b","):
                 new = _LIST.decode(b"[" + tail[1:])
                 known = len(self.objects)
+                self.extended = True
                 return (self.objects + [None] * len(new),
                         [(known + i, bytes(text)) for i, text in enumerate(new)])
         by_text: dict[bytes, Any] = {}
@@ -329,6 +334,7 @@ class MetadataParser:
     def __init__(self) -> None:
         self._snapshots = _ArrayReuse()
         self._log = _ArrayReuse()
+        self._index: dict[int, Snapshot] | None = None  # the last result's snapshots by id
 
     def parse(self, raw: bytes, previous: TableMetadata | None = None) -> TableMetadata:
         """The table metadata of the metadata file ``raw``.
@@ -355,7 +361,26 @@ class MetadataParser:
             entries[at] = built_entry
         self._snapshots.remember(raw, snapshots_region, snapshots)
         self._log.remember(raw, log_region, entries)
-        return partial.model_copy(update={"snapshots": snapshots, "snapshot_log": entries})
+        metadata = partial.model_copy(update={"snapshots": snapshots, "snapshot_log": entries})
+        self._index_snapshots(metadata, [snapshots[at] for at, _ in fresh])
+        return metadata
+
+    def _index_snapshots(self, metadata: TableMetadata, fresh: list[Snapshot]) -> None:
+        """Hand the enumerator the snapshot index of ``metadata``
+        (:func:`icefloe.enumerator.lineage.snapshot_index`, which it reads on every poll
+        that finds commits): when the writer only appended, the last one's copied (a C
+        copy of the dict: 0.1 ms at 100,000 snapshots) plus the fresh snapshots; built
+        anew otherwise (the first file, an expiry). Building it from the whole list costs
+        about 0.5 us per snapshot (measured: 4 ms at 8,000) on every such poll."""
+        from icefloe.enumerator.lineage import remember_index
+
+        if self._snapshots.extended and self._index is not None:
+            index = dict(self._index)  # the last metadata's stays as it was
+            index.update((snapshot.snapshot_id, snapshot) for snapshot in fresh)
+        else:
+            index = {snapshot.snapshot_id: snapshot for snapshot in metadata.snapshots}
+        self._index = index
+        remember_index(metadata, index)
 
     def _seed(self, previous: TableMetadata, snapshots_region: msgspec.Raw | None,
               log_region: msgspec.Raw | None) -> None:

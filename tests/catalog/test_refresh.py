@@ -20,6 +20,7 @@ from pyiceberg.types import LongType, StringType
 
 from icefloe.catalog.handle import open_table
 from icefloe.catalog.refresh import MetadataParser, SqlPointerProbe
+from icefloe.enumerator.lineage import snapshot_index
 from icefloe.errors import CatalogError, TableNotFoundError
 from tests.helpers.tables import (
     EVENTS_SCHEMA,
@@ -82,10 +83,17 @@ def test_parse_metadata_equals_pyiceberg_at_every_commit(catalog: SqlCatalog) ->
     parser = MetadataParser()
     previous = parser.parse(_local(ordered[0]).read_bytes())
     assert previous == _oracle(ordered[0])
-    reused = rebuilt = 0
+    reused = rebuilt = extended = 0
     for location in ordered[1:]:
         parsed = parser.parse(_local(location).read_bytes())
         assert parsed == _oracle(location), location
+        # the snapshot index the parser handed the enumerator (copied from the last one
+        # after an append, built anew after an expiry) is exactly this file's snapshots
+        index = snapshot_index(parsed)
+        assert index is parser._index  # handed over, not built again by the enumerator
+        assert index == {s.snapshot_id: s for s in parsed.snapshots}
+        assert all(index[s.snapshot_id] is s for s in parsed.snapshots)
+        extended += parser._snapshots.extended
         old = {s.snapshot_id: s for s in previous.snapshots}  # type: ignore[attr-defined]
         for snapshot in parsed.snapshots:
             if snapshot.snapshot_id not in old:
@@ -98,6 +106,7 @@ def test_parse_metadata_equals_pyiceberg_at_every_commit(catalog: SqlCatalog) ->
                 rebuilt += 1
         previous = parsed
     assert reused >= 10 and rebuilt == 1
+    assert 3 <= extended < len(ordered) - 1  # appends extended the index, not every commit
 
 
 def test_pretty_printed_files(catalog: SqlCatalog, tmp_path: Path) -> None:
