@@ -41,6 +41,16 @@ phase times that time, per append), CPU per idle poll (the idle phase's CPU per 
 stream made: ``metrics().polls`` for local and Ray, triggers for Spark), RSS, lag (records
 and seconds; the largest and median samples), checkpoint size, the 1-minute load average.
 
+**Per poll** (local and Ray): a :class:`PollLog` in the enumerating process (the local
+stream's; Ray's enumerator actor, swapped in by the Ray child) records each poll's CPU in
+``refresh`` and ``enumerate``, the process's CPU, the new snapshots it processed and the
+snapshots in the metadata; :func:`poll_fits` regresses the CPU on the new snapshots and the
+history (``soak-polls.png``), which separates a cost that grows with the history from the
+load and from how many snapshots a poll batches. ``--retain`` sets the expiry's retention
+(a long one: a history that grows through the run); ``--spark-heap fixed`` (the default)
+starts Spark's driver JVM with its whole heap committed and touched, so its RSS cannot
+follow the heap's sizing.
+
 At the end: every row exactly once: each stream's ids (the Spark sink's files) against the
 writer's report (ids ``0 .. rows-1``), and PyIceberg's scan of the head. Targets (issue 26):
 CPU per new snapshot in the last window within 1.5x of the first, RSS growth under 50 MB
