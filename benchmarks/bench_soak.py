@@ -41,6 +41,16 @@ phase times that time, per append), CPU per idle poll (the idle phase's CPU per 
 stream made: ``metrics().polls`` for local and Ray, triggers for Spark), RSS, lag (records
 and seconds; the largest and median samples), checkpoint size, the 1-minute load average.
 
+**Per poll** (local and Ray): a :class:`PollLog` in the enumerating process (the local
+stream's; Ray's enumerator actor, swapped in by the Ray child) records each poll's CPU in
+``refresh`` and ``enumerate``, the process's CPU, the new snapshots it processed and the
+snapshots in the metadata; :func:`poll_fits` regresses the CPU on the new snapshots and the
+history (``soak-polls.png``), which separates a cost that grows with the history from the
+load and from how many snapshots a poll batches. ``--retain`` sets the expiry's retention
+(a long one: a history that grows through the run); ``--spark-heap fixed`` (the default)
+starts Spark's driver JVM with its whole heap committed and touched, so its RSS cannot
+follow the heap's sizing.
+
 At the end: every row exactly once: each stream's ids (the Spark sink's files) against the
 writer's report (ids ``0 .. rows-1``), and PyIceberg's scan of the head. Targets (issue 26):
 CPU per new snapshot in the last window within 1.5x of the first, RSS growth under 50 MB
@@ -52,6 +62,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import json
 import os
 import shutil
@@ -145,6 +156,84 @@ def _base_report(ids: Ids, ckpt: Path) -> dict[str, Any]:
     return {"cpu": cpu, "rss_mb": rss, "checkpoint_bytes": _dir_bytes(ckpt), **ids.report()}
 
 
+class PollLog:
+    """Per-poll records of one stream's enumerator, in the process that enumerates (the
+    local stream's process, Ray's enumerator actor): the soak's per-poll regression.
+
+    Wraps the :class:`~icefloe.enumerator.continuous.ContinuousEnumerator` instance's
+    ``refresh`` and ``enumerate`` (the enumeration loop calls both through the instance).
+    A record per poll (a refresh and the enumeration after it): ``t`` (Unix seconds),
+    ``refresh_ms`` and ``enumerate_ms`` (the enumeration thread's CPU, ``time.thread_time``),
+    ``process_cpu`` (this process's CPU seconds after the poll, all threads: Ray's actor
+    calls included), ``units`` (snapshots the poll processed: each ends a unit, a
+    skipped ``replace`` too), ``splits`` and ``history`` (snapshots in the table metadata
+    the poll saw), ``load1``. :meth:`take` hands out the records made since its last call.
+    """
+
+    def __init__(self, enumerator: Any) -> None:
+        from icefloe.enumerator.continuous import UnitEnd
+
+        self._lock = threading.Lock()
+        self._records: list[dict[str, Any]] = []
+        refresh, enumerate_ = enumerator.refresh, enumerator.enumerate
+        refresh_cpu = [0.0]
+
+        def timed_refresh() -> None:
+            start = time.thread_time()
+            try:
+                refresh()
+            finally:
+                refresh_cpu[0] = time.thread_time() - start
+
+        def timed_enumerate(*args: Any, **kwargs: Any) -> Any:
+            start = time.thread_time()
+            result = enumerate_(*args, **kwargs)
+            spent = time.thread_time() - start
+            record = {"t": time.time(), "refresh_ms": refresh_cpu[0] * 1000,
+                      "enumerate_ms": spent * 1000, "process_cpu": time.process_time(),
+                      "units": sum(isinstance(i, UnitEnd) for i in result.items),
+                      "splits": len(result.splits),
+                      "history": len(enumerator.handle.metadata.snapshots),
+                      "load1": os.getloadavg()[0]}
+            refresh_cpu[0] = 0.0
+            with self._lock:
+                self._records.append(record)
+            return result
+
+        enumerator.refresh = timed_refresh
+        enumerator.enumerate = timed_enumerate
+
+    def take(self) -> list[dict[str, Any]]:
+        with self._lock:
+            out, self._records = self._records, []
+        return out
+
+
+def _soak_enumerator_actor() -> Any:
+    """Ray's enumerator actor with a :class:`PollLog` (``poll_records()``)."""
+    from icefloe.ray.actors import EnumeratorActor
+
+    class SoakEnumeratorActor(EnumeratorActor):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.poll_log = PollLog(self.coordinator.enumerator)
+
+        def poll_records(self) -> list[dict[str, Any]]:
+            return self.poll_log.take()
+
+    return SoakEnumeratorActor
+
+
+def _by_process(procs: list[tuple[int, str, float, float]]) -> dict[str, list[float]]:
+    """CPU seconds and RSS (MiB) of a process tree summed by process name."""
+    out: dict[str, list[float]] = {}
+    for _, name, cpu, rss in procs:
+        total = out.setdefault(name, [0.0, 0.0])
+        total[0] += cpu
+        total[1] += rss
+    return out
+
+
 def child_icefloe_stream(engine: str, root: str) -> None:
     """The local or Ray stream (driver mode): consume on a thread, answer reports."""
     ids = Ids()
@@ -156,6 +245,8 @@ def child_icefloe_stream(engine: str, root: str) -> None:
 
         stream: Any = IcebergSource(TABLE, options=options).stream(
             checkpoint=str(ckpt), checkpoint_interval_s=1)
+        poll_log = PollLog(stream.coordinator.enumerator)
+        take_polls: Callable[[], list[dict[str, Any]]] = poll_log.take
     else:
         import logging
 
@@ -163,12 +254,19 @@ def child_icefloe_stream(engine: str, root: str) -> None:
 
         import icefloe.ray
 
+        # the enumerator actor with a poll log (the soak's per-poll regression); the
+        # module, not the package's ``stream`` function of the same name
+        ray_stream: Any = importlib.import_module("icefloe.ray.stream")
+        ray_stream._EnumeratorRemote = ray.remote(_soak_enumerator_actor())
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
                  object_store_memory=200 * 1024 * 1024, logging_level=logging.WARNING,
                  _temp_dir=str(Path(root) / "ray"))  # its own session dir: no other Ray's
         stream = icefloe.ray.RayStream(TABLE, options=options, checkpoint=str(ckpt),
                                        num_readers=1, reader_num_cpus=0.5,
                                        checkpoint_interval_s=1, metrics_interval_s=0)
+
+        def take_polls() -> list[dict[str, Any]]:
+            return list(ray.get(stream.enumerator.poll_records.remote()))
 
     def consume() -> None:
         for item in stream:
@@ -177,23 +275,31 @@ def child_icefloe_stream(engine: str, root: str) -> None:
 
     def report() -> dict[str, Any]:
         m = stream.metrics()
-        extra = {}
+        procs = tree_processes(os.getpid())
+        extra: dict[str, Any] = {"procs": _by_process(procs)}
         if engine == "ray":  # the driver and Ray's workers (icefloe's actors) apart from
             # Ray's own daemons (GCS, raylet, agents), whose idle CPU dominates the tree's
-            procs = tree_processes(os.getpid())
             mine = [p for p in procs if p[0] == os.getpid() or p[1].startswith("ray::")]
-            extra = {"cpu_total": sum(p[2] for p in procs), "cpu": sum(p[2] for p in mine)}
+            extra.update(cpu_total=sum(p[2] for p in procs), cpu=sum(p[2] for p in mine))
         return {**_base_report(ids, ckpt), **extra, "lag_records": m.lag_records,
                 "lag_seconds": m.lag_seconds, "lag_snapshots": m.lag_snapshots,
-                "polls": m.polls}
+                "polls": m.polls, "poll_records": take_polls()}
 
     with stream:
         threading.Thread(target=consume, daemon=True).start()
         _serve(report)
 
 
-def child_spark(root: str) -> None:
-    """Structured Streaming into an idempotent sink (a Parquet file per micro-batch id)."""
+SPARK_FIXED_HEAP = {"spark.driver.extraJavaOptions": "-Xms1g -XX:+AlwaysPreTouch"}
+"""The driver JVM's heap at its full size (the session's 1 GiB) from the start, every page
+touched: its RSS then cannot grow with the heap's sizing, only with memory kept elsewhere."""
+
+
+def child_spark(root: str, heap: str = "fixed") -> None:
+    """Structured Streaming into an idempotent sink (a Parquet file per micro-batch id).
+
+    ``heap``: ``fixed`` (:data:`SPARK_FIXED_HEAP`) or ``grow`` (the JVM's default sizing).
+    """
     import pyarrow.parquet as pq
 
     import icefloe.spark
@@ -203,7 +309,8 @@ def child_spark(root: str) -> None:
     sink = Path(root) / "spark-sink"
     sink.mkdir(parents=True, exist_ok=True)
     options = {**catalog_options(root), "startingVersion": "earliest"}
-    spark = icefloe.spark.session("local[2]", app_name="icefloe-soak")
+    spark = icefloe.spark.session("local[2]", app_name="icefloe-soak",
+                                  config=SPARK_FIXED_HEAP if heap == "fixed" else None)
     spark.sparkContext.setLogLevel("ERROR")
 
     def write(df: Any, batch_id: int) -> None:
@@ -233,6 +340,7 @@ def child_spark(root: str) -> None:
                    .getMemoryPoolMXBeans()
                    if str(pool.getType()) == "Heap memory" and pool.getCollectionUsage())
         return {**_base_report(ids, ckpt), "polls": triggers,
+                "procs": _by_process(tree_processes(os.getpid())),
                 "jvm_live_heap_mb": live / 2**20,
                 "lag_records": lag.records if lag else 0,
                 "lag_seconds": lag.seconds if lag else 0.0,
@@ -264,12 +372,14 @@ def _close(proc: subprocess.Popen[str], log: Any) -> None:
 class Child:
     """A stream child process answering ``report`` lines (``--child ENGINE ROOT``)."""
 
-    def __init__(self, engine: str, root: Path) -> None:
+    def __init__(self, engine: str, root: Path, spark_heap: str = "fixed") -> None:
         self.engine = engine
+        self.poll_records: list[dict[str, Any]] = []  # every report's, in order
         env = {**os.environ, "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}
         self.log = open(root / f"{engine}.log", "w")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "benchmarks.bench_soak", "--child", engine, str(root)],
+            [sys.executable, "-m", "benchmarks.bench_soak", "--child", engine, str(root),
+             "--spark-heap", spark_heap],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True,
             cwd=ROOT.parent, env=env)
 
@@ -281,7 +391,9 @@ class Child:
         if not line:
             raise RuntimeError(f"the {self.engine} stream exited ({self.proc.wait()}); see "
                                f"{self.log.name}")
-        return dict(json.loads(line))
+        report = dict(json.loads(line))
+        self.poll_records.extend(report.pop("poll_records", []))
+        return report
 
     def stop(self, timeout_s: float = 180) -> None:
         try:
@@ -303,7 +415,8 @@ class Child:
 class JavaWriter:
     """``benchmarks/java/SoakWriter.java`` in its own JVM; answers status / pause / resume."""
 
-    def __init__(self, root: Path, rate: float, history: int) -> None:
+    def __init__(self, root: Path, rate: float, history: int,
+                 retain_s: float = RETAIN_S) -> None:
         from benchmarks.java_planning import classpath, compiled_class
 
         cp, why = classpath()
@@ -316,7 +429,7 @@ class JavaWriter:
         self.proc = subprocess.Popen(
             ["java", "-Xmx512m", *args, str(root / "catalog.db"), f"file://{root}/warehouse",
              NAME, "soak", "t", str(rate), str(ROWS), str(COMPACT_EVERY), str(EXPIRE_EVERY),
-             str(RETAIN_S), str(history)],
+             str(retain_s), str(history)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True)
 
     def command(self, what: str) -> dict[str, Any]:
@@ -347,8 +460,10 @@ class JavaWriter:
 class PyIcebergWriter(threading.Thread):
     """The same protocol in this process: PyIceberg appends, replace and expiry."""
 
-    def __init__(self, root: Path, rate: float, history: int) -> None:
+    def __init__(self, root: Path, rate: float, history: int,
+                 retain_s: float = RETAIN_S) -> None:
         super().__init__(daemon=True)
+        self.retain_s = retain_s
         from tests.helpers.tables import make_catalog, make_table
 
         self.catalog = make_catalog(root, NAME)
@@ -377,7 +492,7 @@ class PyIcebergWriter(threading.Thread):
             self.table = self.table.refresh()
             self.replaces += 1
         if self.commits % EXPIRE_EVERY == 0:
-            cutoff = (time.time() - RETAIN_S) * 1000
+            cutoff = (time.time() - self.retain_s) * 1000
             heads = {ref.snapshot_id for ref in self.table.metadata.refs.values()}
             old = [s.snapshot_id for s in self.table.metadata.snapshots
                    if s.timestamp_ms < cutoff and s.snapshot_id not in heads]
@@ -450,13 +565,14 @@ def _wait_caught_up(children: dict[str, Child], rows: int, timeout_s: float
 
 def soak(minutes: float, engines: Sequence[str] = ENGINES, writer: str = "java",
          rate: float = RATE, history: int = HISTORY, window_s: float = WINDOW_S,
-         idle_s: float = IDLE_S, progress: Callable[[str], None] | None = None
-         ) -> dict[str, Any]:
+         idle_s: float = IDLE_S, progress: Callable[[str], None] | None = None,
+         retain_s: float = RETAIN_S, spark_heap: str = "fixed") -> dict[str, Any]:
     """Run the soak; the per-window figures of every engine and the exactly-once checks.
 
     ``minutes`` counts the windows' writing time (windows of ``window_s`` seconds, at least
-    one). Raises RuntimeError when the writer or a stream fails or a stream does not catch
-    up within ``CATCH_UP_S``.
+    one). ``retain_s``: the expiry's retention (a long one lets the history grow through
+    the run). ``spark_heap``: see :func:`child_spark`. Raises RuntimeError when the writer
+    or a stream fails or a stream does not catch up within ``CATCH_UP_S``.
     """
     say = progress or (lambda s: None)
     root = Path(tempfile.mkdtemp(prefix="icefloe-soak-"))
@@ -465,11 +581,11 @@ def soak(minutes: float, engines: Sequence[str] = ENGINES, writer: str = "java",
     w: Any = None
     try:
         t0 = time.monotonic()
-        w = JavaWriter(root, rate, history) if writer == "java" else \
-            PyIcebergWriter(root, rate, history)
+        w = JavaWriter(root, rate, history, retain_s) if writer == "java" else \
+            PyIcebergWriter(root, rate, history, retain_s)
         status = w.command("pause")  # answered once the history is committed
         say(f"history: {status['commits']} appends in {time.monotonic() - t0:.0f} s")
-        children = {e: Child(e, root) for e in engines}
+        children = {e: Child(e, root, spark_heap) for e in engines}
         _wait_caught_up(children, status["rows"], CATCH_UP_S)
         say("the streams caught up with the history")
         windows: list[dict[str, Any]] = []
@@ -515,6 +631,12 @@ def soak(minutes: float, engines: Sequence[str] = ENGINES, writer: str = "java",
                     "lag_records_max": max(lag_r),
                     "lag_records_median": statistics.median(lag_r),
                     "checkpoint_kb": idle1[e]["checkpoint_bytes"] / 1e3}
+                # per process name: RSS at rest, CPU per new snapshot (idle rate not taken)
+                window["engines"][e]["procs"] = {
+                    name: {"rss_mb": usage[1], "cpu_per_snapshot_ms": (
+                        usage[0] - before[e]["procs"].get(name, [0.0])[0])
+                        / max(1, commits) * 1000}
+                    for name, usage in idle1[e]["procs"].items()}
                 if "jvm_live_heap_mb" in idle1[e]:  # Spark: the driver JVM's live heap
                     window["engines"][e]["jvm_live_heap_mb"] = idle1[e]["jvm_live_heap_mb"]
                 if "cpu_total" in idle1[e]:  # Ray: the whole tree's idle CPU, daemons included
@@ -526,6 +648,7 @@ def soak(minutes: float, engines: Sequence[str] = ENGINES, writer: str = "java",
         w = None
         written = final_status["rows"]
         final = {e: r for e, (_, r) in _wait_caught_up(children, written, CATCH_UP_S).items()}
+        polls_of = dict(children)
         for c in children.values():
             c.stop()
         children = {}
@@ -546,6 +669,8 @@ def soak(minutes: float, engines: Sequence[str] = ENGINES, writer: str = "java",
             checks["spark"]["sink_same"] = sorted(got) == list(range(written))
             checks["spark"]["exactly_once"] &= checks["spark"]["sink_same"]
         return {"windows": windows, "written": written, "commits": final_status["commits"],
+                "retain_s": retain_s, "spark_heap": spark_heap,
+                "poll_records": {e: c.poll_records for e, c in polls_of.items()},
                 "replaces": final_status["replaces"], "expiries": final_status["expiries"],
                 "history": history, "writer": writer, "window_s": window_s,
                 "engines": list(engines),
@@ -603,21 +728,23 @@ def summarize(result: dict[str, Any]) -> str:
         f"Writer: {result['writer']}, {result['commits']} appends of {ROWS} rows "
         f"({result['written']} rows), {result['history']} of them before the first window, "
         f"{result['replaces']} `replace` compactions, {result['expiries']} expiries (snapshots "
-        f"older than {RETAIN_S:.0f} s). {len(windows)} windows of {result['window_s']:.0f} s of "
-        "commits "
+        f"older than {result.get('retain_s', RETAIN_S):.0f} s). {len(windows)} windows of "
+        f"{result['window_s']:.0f} s of commits "
         f"({result['write_minutes']:.1f} minutes of writing, {result['wall_minutes']:.1f} with "
         f"catch-up and idle phases): the writer reached {min(rates):.1f}-{max(rates):.1f} "
         f"appends/s while writing (median {statistics.median(rates):.1f}); "
         f"{min(x['snapshots'] for x in windows)}-{max(x['snapshots'] for x in windows)} "
         f"snapshots in the metadata. The machine was shared (2 cores): 1-minute load average "
         f"{min(loads):.1f}-{max(loads):.1f} over the windows (median "
-        f"{statistics.median(loads):.1f}); the streams ran at once, behind one writer.",
+        f"{statistics.median(loads):.1f}); the streams ran at once, behind one writer. "
+        f"The Spark driver's heap: {result.get('spark_heap', 'grow')}.",
     ]
     for e in result["engines"]:
         rows = []
         for x in windows:
             m = x["engines"][e]
-            rows.append([f"{x['t_min']:.1f}", x["commits"], f"{x['load1']:.1f}",
+            rows.append([f"{x['t_min']:.1f}", x["commits"], f"{x['snapshots']:,}",
+                         f"{x['load1']:.1f}",
                          f"{m['cpu_per_snapshot_ms']:.1f}", f"{m['cpu_per_idle_poll_ms']:.1f}",
                          f"{m['rss_mb']:.0f}",
                          f"{m['lag_records_median']:.0f} / {m['lag_records_max']:.0f}",
@@ -626,7 +753,7 @@ def summarize(result: dict[str, Any]) -> str:
         v = verdicts(result, e)
         lines += [
             "", f"**{e}**", "",
-            md_table(["minute", "appends", "load", "CPU per snapshot (ms)",
+            md_table(["minute", "appends", "snapshots", "load", "CPU per snapshot (ms)",
                       "CPU per idle poll (ms)", "RSS (MB)", "lag records (median / max)",
                       "lag s (median / max)", "catch-up (s)", "checkpoint (kB)"], rows),
             "",
@@ -639,10 +766,162 @@ def summarize(result: dict[str, Any]) -> str:
             + (f"; the sink's files: {result['checks'][e]['sink_rows']} rows, the writer's "
                f"ids: {result['checks'][e]['sink_same']}" if e == "spark" else "") + ")",
         ]
+        first, last = windows[0]["engines"][e], windows[-1]["engines"][e]
+        if "procs" in first and "procs" in last:  # RSS per process name, first -> last
+            names = sorted(set(first["procs"]) & set(last["procs"]))
+            lines.append("- RSS by process, first -> last window: " + "; ".join(
+                f"`{n}` {first['procs'][n]['rss_mb']:.0f} -> {last['procs'][n]['rss_mb']:.0f} MB"
+                for n in names if last["procs"][n]["rss_mb"] >= 1)
+                + (f"; the driver JVM's live heap {first['jvm_live_heap_mb']:.0f} -> "
+                   f"{last['jvm_live_heap_mb']:.0f} MB" if "jvm_live_heap_mb" in last else ""))
     lines += ["", f"Oracle: the writer reported ids 0-{result['written'] - 1}; PyIceberg's scan "
               f"of the head: {result['oracle_rows']} rows, the same ids: "
               f"{result['oracle_same']}."]
     return "\n".join(lines)
+
+
+def ols(rows: Sequence[dict[str, float]], y: str, xs: Sequence[str]
+        ) -> dict[str, tuple[float, float]]:
+    """Least squares of ``y`` on an intercept and ``xs``: ``{term: (coefficient, standard
+    error)}`` (``"1"`` the intercept); empty with fewer rows than terms + 2."""
+    import numpy as np
+
+    if len(rows) < len(xs) + 3:
+        return {}
+    x = np.array([[1.0, *(r[k] for k in xs)] for r in rows])
+    v = np.array([r[y] for r in rows])
+    coef, *_ = np.linalg.lstsq(x, v, rcond=None)
+    resid = v - x @ coef
+    sigma2 = float(resid @ resid) / (len(rows) - x.shape[1])
+    cov = sigma2 * np.linalg.pinv(x.T @ x)
+    return {k: (float(c), float(np.sqrt(max(0.0, cov[i, i]))))
+            for i, (k, c) in enumerate(zip(["1", *xs], coef, strict=True))}
+
+
+def poll_rows(records: Sequence[dict[str, Any]], bin_s: float = 10.0
+              ) -> tuple[list[dict[str, float]], list[dict[str, float]]]:
+    """``(polls, bins)`` for the regressions: each poll's enumeration CPU (``cpu_ms``:
+    refresh + enumerate) with its new snapshots (``units``) and history (``h``, thousands
+    of snapshots); and ``bin_s`` bins of the enumerating process's whole CPU
+    (``process_ms``, Ray's actor calls included) with their polls' new snapshots and
+    history. The first record (the start, before any refresh) is left out."""
+    polls = [{"t": r["t"], "cpu_ms": r["refresh_ms"] + r["enumerate_ms"],
+              "units": float(r["units"]), "h": r["history"] / 1000, "load1": r["load1"],
+              "process_cpu": r["process_cpu"]} for r in records[1:]]
+    bins: list[dict[str, float]] = []
+    if len(polls) < 2:
+        return polls, bins
+    start = polls[0]
+    group: list[dict[str, float]] = []
+    for r in polls[1:]:
+        group.append(r)
+        if r["t"] - start["t"] >= bin_s:
+            units = sum(g["units"] for g in group)
+            bins.append({"process_ms": (r["process_cpu"] - start["process_cpu"]) * 1000,
+                         "seconds": r["t"] - start["t"], "units": units,
+                         "polls": float(len(group)),
+                         "h": statistics.fmean(g["h"] for g in group),
+                         "load1": statistics.fmean(g["load1"] for g in group)})
+            start, group = r, []
+    return polls, bins
+
+
+def poll_fits(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, tuple[float, float]]]:
+    """The per-poll regressions of one engine (:func:`poll_rows`):
+
+    - ``idle``: polls that found nothing: ``cpu_ms ~ 1 + h`` (``h``: ms per poll per 1,000
+      snapshots of history: the idle cost's dependence on history);
+    - ``new``: polls that found snapshots: ``cpu_ms ~ 1 + units + h + units_h`` (``units``: ms
+      per new snapshot; ``units_h``: how that grows per 1,000 snapshots of history);
+    - ``process``: the enumerating process's CPU per 10 s bin: ``process_ms ~ 1 + units +
+      units_h + load1`` (its whole cost per new snapshot, Ray's actor calls included,
+      against the history and the machine's load).
+    """
+    polls, bins = poll_rows(records)
+    idle = [r for r in polls if r["units"] == 0]
+    new = [{**r, "units_h": r["units"] * r["h"]} for r in polls if r["units"] > 0]
+    for b in bins:
+        b["units_h"] = b["units"] * b["h"]
+    return {"idle": ols(idle, "cpu_ms", ["h"]),
+            "new": ols(new, "cpu_ms", ["units", "h", "units_h"]),
+            "process": ols(bins, "process_ms", ["units", "units_h", "load1"])}
+
+
+def _pm(fit: dict[str, tuple[float, float]], term: str, digits: int = 3) -> str:
+    if term not in fit:
+        return "n/a"
+    c, se = fit[term]
+    return f"{c:+.{digits}f} ± {se:.{digits}f}"
+
+
+def summarize_polls(result: dict[str, Any]) -> str:
+    """The per-poll regressions of every engine with poll records, as a table."""
+    rows = []
+    for e, records in result.get("poll_records", {}).items():
+        if len(records) < 10:
+            continue
+        polls, _ = poll_rows(records)
+        f = poll_fits(records)
+        hs = [r["h"] * 1000 for r in polls]
+        idle = [r for r in polls if r["units"] == 0]
+        new = [r for r in polls if r["units"] > 0]
+        rows.append([
+            e, f"{len(polls)} ({len(idle)} idle)", f"{min(hs):,.0f}-{max(hs):,.0f}",
+            f"{statistics.median(r['cpu_ms'] for r in idle):.3f}" if idle else "n/a",
+            _pm(f["idle"], "h", 4),
+            f"{statistics.median(r['units'] for r in new):.0f}" if new else "n/a",
+            _pm(f["new"], "units"), _pm(f["new"], "units_h"),
+            _pm(f["process"], "units"), _pm(f["process"], "units_h"),
+            _pm(f["process"], "load1", 1)])
+    if not rows:
+        return ""
+    return md_table(
+        ["engine", "polls", "history (snapshots)", "idle poll CPU, median (ms)",
+         "idle poll: ms per 1,000 snapshots of history", "new snapshots per busy poll (median)",
+         "poll: ms per new snapshot", "poll: ms per new snapshot per 1,000 snapshots",
+         "process: ms per new snapshot", "process: ms per new snapshot per 1,000 snapshots",
+         "process: ms per 10 s per unit of load"], rows)
+
+
+def plot_polls(result: dict[str, Any], path: Path) -> None:
+    """Per engine with poll records: idle polls' CPU, and busy polls' CPU per new
+    snapshot, against the history; the enumerating process's CPU per new snapshot per
+    10 s bin against the history (matplotlib)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    engines = [e for e, r in result.get("poll_records", {}).items() if len(r) >= 10]
+    if not engines:
+        return
+    fig, axes = plt.subplots(len(engines), 3, figsize=(15, 3.6 * len(engines)), squeeze=False)
+    for row, e in zip(axes, engines, strict=True):
+        polls, bins = poll_rows(result["poll_records"][e])
+        idle = [r for r in polls if r["units"] == 0]
+        new = [r for r in polls if r["units"] > 0]
+        row[0].scatter([r["h"] * 1000 for r in idle], [r["cpu_ms"] for r in idle], s=3,
+                       alpha=0.3)
+        row[0].set_title(f"{e}: idle poll, enumeration thread CPU (ms)")
+        sc = row[1].scatter([r["h"] * 1000 for r in new],
+                            [r["cpu_ms"] / r["units"] for r in new], s=4, alpha=0.4,
+                            c=[r["units"] for r in new], cmap="viridis")
+        fig.colorbar(sc, ax=row[1], label="new snapshots in the poll")
+        row[1].set_title(f"{e}: poll with new snapshots, CPU per new snapshot (ms)")
+        busy = [b for b in bins if b["units"] > 0]
+        sc2 = row[2].scatter([b["h"] * 1000 for b in busy],
+                             [b["process_ms"] / b["units"] for b in busy], s=6, alpha=0.6,
+                             c=[b["load1"] for b in busy], cmap="magma_r")
+        fig.colorbar(sc2, ax=row[2], label="1-min load average")
+        row[2].set_title(f"{e}: process CPU per new snapshot, 10 s bins (ms)")
+        for ax in row:
+            ax.set_xlabel("snapshots in the table metadata")
+            ax.set_ylim(bottom=0)
+            ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    tmp = path.with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=80)
+    tmp.replace(path)
 
 
 def plot(result: dict[str, Any], path: Path) -> None:
@@ -693,13 +972,22 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=RATE, help="appends a second while writing")
     ap.add_argument("--history", type=int, default=HISTORY)
     ap.add_argument("--window", type=float, default=WINDOW_S, help="seconds of writing")
+    ap.add_argument("--retain", type=float, default=RETAIN_S,
+                    help="the expiry's retention in seconds (long: the history grows)")
+    ap.add_argument("--spark-heap", choices=("fixed", "grow"), default="fixed",
+                    help="the Spark driver JVM's heap: fixed at its size and pre-touched, "
+                    "or the JVM's default sizing")
+    ap.add_argument("--polls-plot",
+                    default=str(Path(__file__).resolve().parent / "soak-polls.png"))
     ap.add_argument("--plot", default=str(Path(__file__).resolve().parent / "soak.png"))
     ap.add_argument("--json", help="also write the raw result here")
+    ap.add_argument("--report", metavar="JSON",
+                    help="only summarize and plot a result written by --json before")
     a = ap.parse_args()
     if a.child:
         engine, root = a.child
         if engine == "spark":
-            child_spark(root)
+            child_spark(root, a.spark_heap)
         else:
             child_icefloe_stream(engine, root)
         return
@@ -707,11 +995,24 @@ def main() -> None:
     unknown = sorted(set(engines) - set(ENGINES))
     if unknown:
         ap.error(f"unknown engines {unknown}; choose from {','.join(ENGINES)}")
-    result = soak(a.minutes, engines, a.writer, a.rate, a.history, a.window,
-                  progress=lambda s: print(s, file=sys.stderr, flush=True))
+    if a.report:
+        result = json.loads(Path(a.report).read_text())
+    else:
+        result = soak(a.minutes, engines, a.writer, a.rate, a.history, a.window,
+                      progress=lambda s: print(s, file=sys.stderr, flush=True),
+                      retain_s=a.retain, spark_heap=a.spark_heap)
     if a.json:
         Path(a.json).write_text(json.dumps(result, indent=1))
     print(summarize(result))
+    polls = summarize_polls(result)
+    if polls:
+        print("\nPer-poll regressions (each engine's enumerator; coefficient ± standard "
+              "error):\n\n" + polls)
+        try:
+            plot_polls(result, Path(a.polls_plot))
+            print(f"\n![per-poll costs]({Path(a.polls_plot).name})")
+        except ImportError:
+            pass
     try:
         plot(result, Path(a.plot))
         print(f"\n![soak]({Path(a.plot).name})")

@@ -24,6 +24,8 @@ Nessie tables keep their own pointer (the reference's commit hash,
 from __future__ import annotations
 
 import logging
+import threading
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -70,12 +72,21 @@ class PointerProbe(Protocol):
 class SqlPointerProbe:
     """The SQL catalog's pointer: ``metadata_location`` of the table's one row.
 
-    One indexed ``SELECT`` on a pooled connection of the catalog's SQLAlchemy engine
-    (SQLite or PostgreSQL); the row's key is (catalog name, namespace, table name), as
-    PyIceberg's ``SqlCatalog.load_table`` reads it. The statement is compiled once for the
-    engine's dialect and run on the DB-API cursor: a poll touches a few microseconds of
-    code (ORM execution: 60 us hot, about 0.5 ms at a poll's cold caches). A connection
-    that failed is invalidated, so a restarted database server is reconnected to.
+    One indexed ``SELECT`` on a connection of the catalog's SQLAlchemy engine (SQLite or
+    PostgreSQL); the row's key is (catalog name, namespace, table name), as PyIceberg's
+    ``SqlCatalog.load_table`` reads it. The statement is compiled once for the engine's
+    dialect and run on the DB-API cursor: a poll touches a few microseconds of code (ORM
+    execution: 60 us hot, about 0.5 ms at a poll's cold caches).
+
+    The probe keeps one connection of its own, taken from the engine's pool once and
+    detached from it, so a poll does not pay the pool's check-out and check-in (about
+    half of the probe's CPU at a 100 ms poll cadence, measured: 0.13 of 0.22 ms). After
+    each ``SELECT`` the connection's transaction is rolled back, as the pool would on
+    check-in: no transaction stays open between polls (PostgreSQL's DB-API opens one on a
+    ``SELECT``; SQLite holds no lock once the cursor is closed), and every poll reads the
+    committed row anew. A connection that failed is closed and dropped, so a restarted
+    database server is reconnected to at the next probe. Thread-safe (one probe at a
+    time); the connection is closed when the probe is collected.
     """
 
     def __init__(self, catalog: Any, identifier: str) -> None:
@@ -96,24 +107,63 @@ class SqlPointerProbe:
         self._args: tuple[Any, ...] | dict[str, Any] = (
             tuple(params[key] for key in compiled.positiontup or ())
             if compiled.positional else dict(params))
+        self._lock = threading.Lock()
+        self._connection: Any = None  # a DB-API connection, detached from the pool
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+
+    def _connect(self) -> Any:
+        """A DB-API connection made by the engine (its dialect's connect arguments and
+        events), detached from the pool: the pool neither counts nor returns it."""
+        pooled = self._engine.raw_connection()
+        try:
+            pooled.detach()
+        except BaseException:
+            pooled.close()
+            raise
+        connection = pooled.dbapi_connection
+        self._finalizer = weakref.finalize(self, _close_quietly, connection)
+        return connection
+
+    def _drop(self) -> None:
+        connection, self._connection = self._connection, None
+        if self._finalizer is not None:
+            self._finalizer.detach()
+            self._finalizer = None
+        if connection is not None:
+            _close_quietly(connection)
+
+    def close(self) -> None:
+        """Close the probe's connection (a later probe opens another)."""
+        with self._lock:
+            self._drop()
 
     def probe(self, current: Table) -> Pointer:
-        connection = self._engine.raw_connection()
-        try:
-            cursor = connection.cursor()
+        with self._lock:
+            if self._connection is None:
+                self._connection = self._connect()
+            connection = self._connection
             try:
-                cursor.execute(self._sql, self._args)
-                row = cursor.fetchone()
-            finally:
-                cursor.close()
-        except BaseException:
-            connection.invalidate()
-            raise
-        finally:
-            connection.close()  # back to the pool (or discarded, when invalidated)
+                cursor = connection.cursor()
+                try:
+                    cursor.execute(self._sql, self._args)
+                    row = cursor.fetchone()
+                finally:
+                    cursor.close()
+                connection.rollback()  # what the pool's check-in did: no open transaction
+            except BaseException:
+                self._drop()  # a failed connection: the next probe opens another
+                raise
         if row is None:
             raise NoSuchTableError(f"Table does not exist: {current.name()}")
         return Pointer(row[0])
+
+
+def _close_quietly(connection: Any) -> None:
+    """Close a DB-API connection, ignoring a failure (a server already gone)."""
+    try:
+        connection.close()
+    except Exception as exc:  # closing a broken connection: nothing left to do
+        log.debug("closing the pointer probe's connection failed: %s", exc)
 
 
 _REST_KEYS = frozenset({"metadata-location", "config", "storage-credentials"})
@@ -214,10 +264,13 @@ class _ArrayReuse:
         self.length = 0
         self.prefix = 0  # the text up to the last element's end (Java pretty-prints)
         self.objects: list[Any] = []
+        self.extended = False  # the last match: the known elements, then new ones only
 
     def match(self, region: msgspec.Raw | None) -> tuple[list[Any], list[tuple[int, bytes]]]:
         """``(objects, fresh)``: the array's elements, None where not known, and the
-        ``(index, text)`` of those to build."""
+        ``(index, text)`` of those to build. Sets :attr:`extended` when the array is the
+        last one's elements followed by the fresh ones only."""
+        self.extended = False
         if region is None:
             return [], []
         view = memoryview(region)
@@ -225,10 +278,12 @@ class _ArrayReuse:
         if n > 2 and len(view) >= n and self.raw.startswith(view[:n - 1], self.offset):
             tail = bytes(view[n - 1:]).lstrip()
             if tail == b"]":
+                self.extended = True
                 return list(self.objects), []
             if tail.startswith(b","):
                 new = _LIST.decode(b"[" + tail[1:])
                 known = len(self.objects)
+                self.extended = True
                 return (self.objects + [None] * len(new),
                         [(known + i, bytes(text)) for i, text in enumerate(new)])
         by_text: dict[bytes, Any] = {}
@@ -279,6 +334,7 @@ class MetadataParser:
     def __init__(self) -> None:
         self._snapshots = _ArrayReuse()
         self._log = _ArrayReuse()
+        self._index: dict[int, Snapshot] | None = None  # the last result's snapshots by id
 
     def parse(self, raw: bytes, previous: TableMetadata | None = None) -> TableMetadata:
         """The table metadata of the metadata file ``raw``.
@@ -305,7 +361,27 @@ class MetadataParser:
             entries[at] = built_entry
         self._snapshots.remember(raw, snapshots_region, snapshots)
         self._log.remember(raw, log_region, entries)
-        return partial.model_copy(update={"snapshots": snapshots, "snapshot_log": entries})
+        metadata = partial.model_copy(update={"snapshots": snapshots, "snapshot_log": entries})
+        self._index_snapshots(metadata, [snapshots[at] for at, _ in fresh])
+        return metadata
+
+    def _index_snapshots(self, metadata: TableMetadata, fresh: list[Snapshot]) -> None:
+        """Hand the enumerator the snapshot index of ``metadata``
+        (:func:`icefloe.enumerator.lineage.snapshot_index`, which it reads on every poll
+        that finds commits): when the writer only appended, the last one's copied (a C
+        copy of the dict: 0.02 ms at 8,000 snapshots, 0.65 ms at 100,000) plus the fresh
+        snapshots; built anew otherwise (the first file, an expiry). Built from the whole
+        list on every such poll, it cost about 0.1 us per snapshot (measured: 0.8 ms of
+        the poll at 8,000 snapshots)."""
+        from icefloe.enumerator.lineage import remember_index
+
+        if self._snapshots.extended and self._index is not None:
+            index = dict(self._index)  # the last metadata's stays as it was
+            index.update((snapshot.snapshot_id, snapshot) for snapshot in fresh)
+        else:
+            index = {snapshot.snapshot_id: snapshot for snapshot in metadata.snapshots}
+        self._index = index
+        remember_index(metadata, index)
 
     def _seed(self, previous: TableMetadata, snapshots_region: msgspec.Raw | None,
               log_region: msgspec.Raw | None) -> None:

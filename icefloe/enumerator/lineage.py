@@ -37,6 +37,15 @@ def snapshot_index(metadata: TableMetadata) -> dict[int, Snapshot]:
         return index
 
 
+def remember_index(metadata: TableMetadata, index: dict[int, Snapshot]) -> None:
+    """Make ``index`` what :func:`snapshot_index` returns for ``metadata`` (the caller
+    built it for less than a pass over the snapshots: the metadata parser, from the last
+    file's). It must map exactly ``metadata.snapshots`` by id, and nobody may modify it."""
+    global _INDEX
+    with _INDEX_LOCK:
+        _INDEX = (metadata, index)
+
+
 def snapshot_by_id(metadata: TableMetadata, snapshot_id: int) -> Snapshot | None:
     """``metadata.snapshot_by_id`` through :func:`snapshot_index` (a dict lookup)."""
     return snapshot_index(metadata).get(snapshot_id)

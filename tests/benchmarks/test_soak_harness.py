@@ -54,6 +54,49 @@ def test_a_short_soak_on_the_local_engine_delivers_every_row_once(tmp_path: Path
     assert f"{result['written']} rows, 0 lost, 0 duplicates" in text
     bench_soak.plot(result, tmp_path / "soak.png")
     assert (tmp_path / "soak.png").stat().st_size > 10_000
+    # the per-poll log: every append (one data file each) was enumerated in exactly one
+    # poll, and the history the polls saw grew to the table's snapshots
+    records = result["poll_records"]["local"]
+    assert sum(r["splits"] for r in records) == result["commits"]
+    assert sum(r["units"] for r in records) == result["commits"]
+    assert records[-1]["history"] == result["commits"]
+    assert all(r["refresh_ms"] >= 0 and r["enumerate_ms"] >= 0 for r in records)
+    assert [r["t"] for r in records] == sorted(r["t"] for r in records)
+    bench_soak.plot_polls({**result, "poll_records": {"local": records * 2}},
+                          tmp_path / "polls.png")
+    assert (tmp_path / "polls.png").stat().st_size > 10_000
+
+
+def test_ols_recovers_the_coefficients_of_a_linear_cost() -> None:
+    rows = [{"units": u, "h": h, "cpu_ms": 0.3 + 2.0 * u + 0.05 * h + (0.01 if i % 2 else -0.01)}
+            for i, (u, h) in enumerate((u, h) for u in range(5) for h in (1.0, 4.0, 9.0))]
+    fit = bench_soak.ols(rows, "cpu_ms", ["units", "h"])
+    assert fit["1"][0] == pytest.approx(0.3, abs=0.02)
+    assert fit["units"][0] == pytest.approx(2.0, abs=0.01)
+    assert fit["h"][0] == pytest.approx(0.05, abs=0.01)
+    assert 0 < fit["units"][1] < 0.01  # the standard error of a near-exact fit
+    assert bench_soak.ols(rows[:3], "cpu_ms", ["units", "h"]) == {}  # too few rows
+
+
+def test_poll_fits_find_a_cost_that_grows_with_history_and_one_that_does_not() -> None:
+    records = []
+    process = 0.0
+    for i in range(400):
+        history = 1000 + 10 * i
+        units = i % 3  # idle, one new snapshot, two
+        # 0.3 ms a poll; 2 ms per new snapshot plus 0.5 ms per 1,000 snapshots of history
+        cpu = 0.3 + units * (2.0 + 0.5 * history / 1000)
+        process += (cpu + 1.0) / 1000
+        records.append({"t": i * 0.2, "refresh_ms": cpu / 2, "enumerate_ms": cpu / 2,
+                        "process_cpu": process, "units": units, "splits": units,
+                        "history": history, "load1": 1.0 + (i % 7) / 10})
+    fits = bench_soak.poll_fits(records)
+    assert fits["idle"]["h"][0] == pytest.approx(0.0, abs=1e-6)
+    assert fits["new"]["units"][0] == pytest.approx(2.0, abs=1e-3)
+    assert fits["new"]["units_h"][0] == pytest.approx(0.5, abs=1e-3)
+    assert fits["process"]["units_h"][0] == pytest.approx(0.5, abs=0.1)
+    text = bench_soak.summarize_polls({"poll_records": {"ray": records}})
+    assert text.startswith("| engine |") and "| ray | 399 (133 idle) | 1,010-4,990 |" in text
 
 
 @pytest.mark.interop

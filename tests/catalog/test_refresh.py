@@ -7,7 +7,10 @@ Oracle: PyIceberg's own parse of the same metadata file (``TableMetadataUtil.par
 
 from __future__ import annotations
 
+import gc
+import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
@@ -16,8 +19,9 @@ from pyiceberg.table.metadata import TableMetadataUtil
 from pyiceberg.types import LongType, StringType
 
 from icefloe.catalog.handle import open_table
-from icefloe.catalog.refresh import MetadataParser
-from icefloe.errors import TableNotFoundError
+from icefloe.catalog.refresh import MetadataParser, SqlPointerProbe
+from icefloe.enumerator.lineage import snapshot_index
+from icefloe.errors import CatalogError, TableNotFoundError
 from tests.helpers.tables import (
     EVENTS_SCHEMA,
     commit_replace,
@@ -79,10 +83,17 @@ def test_parse_metadata_equals_pyiceberg_at_every_commit(catalog: SqlCatalog) ->
     parser = MetadataParser()
     previous = parser.parse(_local(ordered[0]).read_bytes())
     assert previous == _oracle(ordered[0])
-    reused = rebuilt = 0
+    reused = rebuilt = extended = 0
     for location in ordered[1:]:
         parsed = parser.parse(_local(location).read_bytes())
         assert parsed == _oracle(location), location
+        # the snapshot index the parser handed the enumerator (copied from the last one
+        # after an append, built anew after an expiry) is exactly this file's snapshots
+        index = snapshot_index(parsed)
+        assert index is parser._index  # handed over, not built again by the enumerator
+        assert index == {s.snapshot_id: s for s in parsed.snapshots}
+        assert all(index[s.snapshot_id] is s for s in parsed.snapshots)
+        extended += parser._snapshots.extended
         old = {s.snapshot_id: s for s in previous.snapshots}  # type: ignore[attr-defined]
         for snapshot in parsed.snapshots:
             if snapshot.snapshot_id not in old:
@@ -95,6 +106,7 @@ def test_parse_metadata_equals_pyiceberg_at_every_commit(catalog: SqlCatalog) ->
                 rebuilt += 1
         previous = parsed
     assert reused >= 10 and rebuilt == 1
+    assert 3 <= extended < len(ordered) - 1  # appends extended the index, not every commit
 
 
 def test_pretty_printed_files(catalog: SqlCatalog, tmp_path: Path) -> None:
@@ -179,3 +191,58 @@ def test_dropped_then_recreated_table(catalog: SqlCatalog) -> None:
 
 def drop_and_recreate_missing(catalog: SqlCatalog, identifier: str) -> Table:
     return catalog.create_table(identifier, EVENTS_SCHEMA, properties={"format-version": "2"})
+
+
+def test_sql_probe_keeps_one_connection_and_reads_every_commit(catalog: SqlCatalog) -> None:
+    """The probe's own connection (no pool check-out per poll) holds no transaction or
+    lock between polls: a writer commits beside it, and the next poll reads that commit."""
+    table = make_table(catalog, "db.held")
+    table.append(rows(5))
+    handle = open_table(catalog, "db.held")
+    handle.refresh()
+    probe = handle.pointer_probe
+    assert isinstance(probe, SqlPointerProbe)
+    connection = probe._connection
+    assert connection is not None
+    pool: Any = catalog.engine.pool
+    assert pool.checkedout() == 0  # detached: not the pool's any more
+    for i in range(3):
+        # a SQLite lock kept by the probe would make this commit fail ("database is locked")
+        table.append(rows(5, start=10 * (i + 1)))
+        handle.refresh()
+        assert handle.table.metadata_location == catalog.load_table("db.held").metadata_location
+        assert probe._connection is connection
+
+
+def test_sql_probe_reconnects_after_its_connection_failed(catalog: SqlCatalog) -> None:
+    table = make_table(catalog, "db.lost")
+    table.append(rows(5))
+    handle = open_table(catalog, "db.lost")
+    handle.refresh()
+    probe = handle.pointer_probe
+    assert isinstance(probe, SqlPointerProbe)
+    broken = probe._connection
+    broken.close()  # as a database server that went away leaves it
+    with pytest.raises(CatalogError, match=r"db\.lost"):
+        handle.refresh()
+    table.append(rows(5, start=5))
+    handle.refresh()  # a new connection
+    assert probe._connection is not None and probe._connection is not broken
+    assert handle.metadata == catalog.load_table("db.lost").metadata
+
+
+def test_sql_probe_closes_its_connection_when_closed_or_collected(catalog: SqlCatalog) -> None:
+    table = make_table(catalog, "db.closed")
+    table.append(rows(5))
+    probe = SqlPointerProbe(catalog, "db.closed")
+    assert probe.probe(table).location == table.metadata_location
+    first = probe._connection
+    probe.close()
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+        first.cursor()
+    assert probe.probe(table).location == table.metadata_location  # reopens
+    second = probe._connection
+    del probe
+    gc.collect()
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+        second.cursor()

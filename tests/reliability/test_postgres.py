@@ -134,3 +134,30 @@ def test_concurrent_writers_every_appended_row_once(postgres_uri: str, tmp_path:
                 strict.stream(available_now=True) as s:
             for item in s:
                 item.ack()
+
+
+def test_pointer_probe_leaves_no_transaction_open(postgres_uri: str, tmp_path: Path) -> None:
+    """psycopg2 opens a transaction on a SELECT: the probe's connection, kept between
+    polls, must end it each time (an open one would pin old row versions and, with a
+    stricter isolation level, hide new commits)."""
+    from icefloe.catalog.handle import open_table
+
+    (tmp_path / "warehouse").mkdir()
+    catalog = SqlCatalog("probe", uri=postgres_uri, warehouse=f"file://{tmp_path}/warehouse")
+    table = make_table(catalog, "db.probed")
+    table.append(rows(5))
+    handle = open_table(catalog, "db.probed")
+    for i in range(3):
+        handle.refresh()
+        with catalog.engine.connect() as conn:
+            from sqlalchemy import text
+
+            states = conn.execute(text(
+                "SELECT state FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid()")).scalars().all()
+        assert "idle in transaction" not in states, states
+        assert "idle" in states  # the probe's connection, kept
+        table.append(rows(5, start=10 * (i + 1)))
+        handle.refresh()
+        assert handle.table.metadata_location == \
+            catalog.load_table("db.probed").metadata_location
