@@ -385,8 +385,11 @@ class MetadataParser:
 
     def _seed(self, previous: TableMetadata, snapshots_region: msgspec.Raw | None,
               log_region: msgspec.Raw | None) -> None:
-        """Know ``previous``'s snapshots by the texts of the file that hold them unchanged."""
+        """Know ``previous``'s snapshots by the texts of the file that hold them unchanged
+        (and forget the last result's index: the known snapshots are ``previous``'s now)."""
         from icefloe.enumerator.lineage import snapshot_index
+
+        self._index = None
 
         index = snapshot_index(previous)
         texts: list[bytes] = []

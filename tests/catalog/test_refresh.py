@@ -109,6 +109,29 @@ def test_parse_metadata_equals_pyiceberg_at_every_commit(catalog: SqlCatalog) ->
     assert 3 <= extended < len(ordered) - 1  # appends extended the index, not every commit
 
 
+def test_a_seeded_parser_indexes_every_snapshot(catalog: SqlCatalog) -> None:
+    """A parser whose last file held no ``snapshots`` array, then given a ``previous``
+    loaded elsewhere (as a handle after a reload): the index it hands the enumerator holds
+    every snapshot of the new file, not only those new since its own last result."""
+    import json
+
+    table = make_table(catalog, "db.seeded")
+    for i in range(3):
+        table.append(rows(3, start=10 * i))
+    bare = json.loads(_local(table.metadata_location).read_bytes())
+    for key in ("snapshots", "snapshot-log", "refs"):
+        bare.pop(key, None)
+    bare["current-snapshot-id"] = -1
+    parser = MetadataParser()
+    assert parser.parse(json.dumps(bare).encode()).snapshots == []
+    previous = catalog.load_table("db.seeded").metadata  # built by PyIceberg
+    table.append(rows(3, start=100))
+    parsed = parser.parse(_local(table.metadata_location).read_bytes(), previous)
+    assert parsed == _oracle(table.metadata_location)
+    assert len(parsed.snapshots) == 4
+    assert snapshot_index(parsed) == {s.snapshot_id: s for s in parsed.snapshots}
+
+
 def test_pretty_printed_files(catalog: SqlCatalog, tmp_path: Path) -> None:
     """Java Iceberg pretty-prints its metadata files: the same history, indented, parses
     to PyIceberg's metadata at every commit."""
