@@ -60,9 +60,21 @@ SHARED_GLOB = "/var/tmp/icf27-shared-*"
 """Directories a test shares between hosts (a filesystem every host mounts alike)."""
 
 
+def fuse_mounts() -> list[str]:
+    """The mount points of FUSE filesystems (``weed mount``...) of the tier (an ``icf27``
+    path) in this process's mount namespace. A host's mounts live in its own mount
+    namespace and go with its last process; one made here would outlive the run."""
+    with open("/proc/self/mounts") as mounts:
+        fields = [line.split(" ") for line in mounts]
+    return [f[1] for f in fields if len(f) > 2 and f[2].startswith("fuse") and "icf27" in f[1]]
+
+
 def cleanup_leftovers() -> None:
-    """Kill the processes of and remove every ``icf27-`` namespace and the bridge, and
-    the shared directories (:data:`SHARED_GLOB`) a run left."""
+    """Kill the processes of and remove every ``icf27-`` namespace and the bridge,
+    unmount the tier's FUSE mounts (:func:`fuse_mounts`) and remove the shared
+    directories (:data:`SHARED_GLOB`) a run left."""
+    for mount in fuse_mounts():
+        subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
     for path in glob.glob(SHARED_GLOB):
         shutil.rmtree(path, ignore_errors=True)
     listed = _ip("netns", "list", check=False).stdout.split("\n")
@@ -150,6 +162,10 @@ class Host:
         """Run ``argv`` on this host to completion (output captured)."""
         return subprocess.run(self.wrap(argv), capture_output=True, text=True,
                               env=dict(env or {}), timeout=timeout_s)
+
+    def pids(self) -> list[int]:
+        """The processes of the host (its network namespace) still alive."""
+        return _namespace_pids(self.netns)
 
     def kill(self) -> int:
         """SIGKILL every process of the host (the whole namespace); returns the count."""

@@ -141,3 +141,14 @@ def sink_ids(seaweed: SeaweedFS, prefix: str) -> list[int]:
 def sink_objects(seaweed: SeaweedFS, prefix: str) -> int:
     """How many non-empty Parquet objects the sink under ``prefix`` holds."""
     return sum(1 for info in _objects(seaweed, prefix) if info.size > 0)
+
+
+def object_paths(seaweed: SeaweedFS, prefix: str) -> list[str]:
+    """The keys of every object under ``prefix`` of the plain bucket (recursively, read
+    through the S3 API), without the bucket."""
+    from pyarrow import fs
+
+    found = _s3(seaweed).get_file_info(fs.FileSelector(f"{seaweed.bucket}/{prefix}",
+                                                       recursive=True, allow_not_found=True))
+    return sorted(i.path.removeprefix(f"{seaweed.bucket}/") for i in found
+                  if i.type == fs.FileType.File)

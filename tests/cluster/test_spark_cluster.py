@@ -8,6 +8,7 @@ are written by PyIceberg through the REST catalog; rows against PyIceberg's scan
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -25,10 +26,10 @@ from pyiceberg.table import Table
 
 import icefloe.spark
 from icefloe.cli.failures import EXIT_CHECKPOINT, EXIT_OUTPUT
-from icefloe.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedFS
+from icefloe.seaweed import ACCESS_KEY, SECRET_KEY, SeaweedFS, weed_binary
 from tests.cluster import support
 from tests.cluster.envpack import packed_env
-from tests.cluster.hosts import CLIENT_ADDRESS, Host, Network
+from tests.cluster.hosts import CLIENT_ADDRESS, Host, Network, fuse_mounts
 from tests.cluster.spark_cluster import (
     PATH,
     SPARK_HOME,
@@ -36,6 +37,7 @@ from tests.cluster.spark_cluster import (
     driver_conf,
     driver_log,
     driver_result,
+    host_env,
     kill_driver,
     run_driver,
     stop_driver,
@@ -217,11 +219,12 @@ def _stream_job(seaweed: SeaweedFS, name: str, checkpoint: str, stop: Path,
 
 
 def _run_killed_stream(seaweed: SeaweedFS, name: str, start: Any, kill: Any,
-                       scenario: str, logs: Any) -> None:
+                       scenario: str, logs: Any, figures: dict[str, Any] | None = None) -> None:
     """A continuous stream of ``cluster.<name>`` (6 snapshots, one file per micro-batch)
     into the S3 sink; the driver killed once two batches are in S3; 2 snapshots appended
     while it is down; restarted (``start``), it resumes from the checkpoint on its host's
-    disk; one more snapshot appended while it runs. Every id exactly once."""
+    disk; one more snapshot appended while it runs. Every id exactly once. ``figures``
+    (filled by ``kill`` if it likes) are recorded with the scenario's."""
     table = support.rest_table(seaweed, f"cluster.{name}", appends=6, rows_each=400)
     first = start()
     wait_for(lambda: support.sink_objects(seaweed, f"sink/{name}") >= 2 or first.poll() is not None,
@@ -245,7 +248,7 @@ def _run_killed_stream(seaweed: SeaweedFS, name: str, start: Any, kill: Any,
     oracle = sorted(table.refresh().scan().to_arrow().column("id").to_pylist())
     support.record(scenario, rows_checked=len(oracle), rows_lost=len(set(oracle) - set(got)),
                    duplicates=len(got) - len(set(got)), kills=1, processes_killed=killed,
-                   rows_in_s3_at_kill=in_s3)
+                   rows_in_s3_at_kill=in_s3, **(figures or {}))
     assert second.poll() is None
     assert sorted(got) == oracle, "rows lost or repeated across the driver's restart"
 
@@ -277,6 +280,117 @@ def test_classic_stream_driver_killed_mid_stream_resumes_exactly_once(
     leaks = support.files_containing([w.disk for w in cluster.workers] + [tmp_path / "events-log"],
                                      support.SECRETS)
     assert leaks == [], "a secret in an executor log or the Spark event log"
+
+
+
+def _start_driver_host(host: Host, seaweed: SeaweedFS, filer_path: str, job: dict[str, Any]
+                       ) -> subprocess.Popen[bytes]:
+    """On ``host``, in one new mount namespace: SeaweedFS's FUSE client (``weed mount``,
+    the README's command) mounts ``filer_path`` of the filer over the network at
+    :data:`MOUNT`, then the classic driver (``spark_stream_job.py``, icefloe's packed
+    environment installed at ``/opt/icefloe/env``) runs with its checkpoint there. Both
+    are processes of the host: killing the host kills the mount too. Output to
+    ``driver.log`` on the host's disk."""
+    filer = f"{seaweed.host}:{seaweed.ports['filer.port']}.{seaweed.ports['filer.port.grpc']}"
+    mount = support.readme_block("weed mount", {
+        "weed mount": "/opt/icefloe/weed mount", "s3:8888.18888": filer,
+        "/buckets/warehouse/spark-checkpoints/events": filer_path, "/mnt/spark-ckpt": MOUNT})
+    script = "\n".join([
+        "set -e", f"mkdir -p {MOUNT}",
+        f"{mount.strip()} > /srv/host/weed-mount.log 2>&1 &",
+        "i=0",  # wait for the mount (a condition, bounded: 60 s)
+        f"until grep -q ' {MOUNT} fuse' /proc/self/mounts; do",
+        "  i=$((i+1)); [ $i -le 600 ] || { echo 'weed mount did not mount' >&2; exit 97; }",
+        "  sleep 0.1", "done",
+        "ln -sfn /opt/icefloe/env environment", "mkdir -p events-log",
+        'exec /opt/icefloe/env/bin/python /opt/icefloe/job/spark_stream_job.py "$1"'])
+    env = host_env(host, PYTHONPATH="/opt/pylib", PYSPARK_PYTHON="./environment/bin/python")
+    return host.popen(["sh", "-c", script, "sh", json.dumps(job)], "driver.log", env)
+
+
+def _commits(objects: list[str], prefix: str) -> list[str]:
+    """The commit files of a checkpoint among its objects (not Hadoop's ``.crc`` or
+    temporary files)."""
+    return [p for p in objects if p.startswith(f"{prefix}/commits/")
+            and p.rsplit("/", 1)[1].isdigit()]
+
+
+MOUNT = "/tmp/icf27-ckpt"
+"""Where the driver host mounts its checkpoint (a tmpfs of its own mount namespace)."""
+
+
+def test_classic_stream_checkpoint_in_s3_through_a_fuse_mount_driver_host_killed(
+        cluster: SparkStandalone, seaweed: SeaweedFS, archive: Path, tmp_path: Path) -> None:
+    """A classic driver on a host of its own whose checkpoint is in S3: the bucket's
+    ``spark-checkpoints/fuse`` mounted with ``weed mount`` over the network on that host.
+    The host killed whole mid-stream (driver JVM and Python, the FUSE client), brought
+    back with an empty disk and a new mount namespace: the new driver resumes the same
+    query (its id is the checkpoint's) and the S3 sink holds every id once; the
+    checkpoint's files are objects of the bucket, read through the S3 API."""
+    software = tmp_path / "software"  # installed on the host, as Spark is: not its disk
+    (software / "env").mkdir(parents=True)
+    subprocess.run(["tar", "-xzf", str(archive), "-C", str(software / "env")], check=True)
+    weed = weed_binary()
+    assert weed is not None
+    shutil.copy2(weed, software / "weed")
+    (software / "job").mkdir()
+    shutil.copy2(Path(__file__).with_name("spark_stream_job.py"), software / "job")
+    host = cluster.net.add("sdrv", {"/opt/spark": str(SPARK_HOME), "/opt/icefloe": str(software),
+                                    "/opt/pylib/pyspark": str(SPARK_HOME),
+                                    "/opt/archives": str(archive.parent)})
+    prefix = "spark-checkpoints/fuse"
+    conf = driver_conf(Path("/opt/archives") / archive.name, host.disk / "events-log",
+                       **{"spark.driver.host": host.address,
+                          "spark.driver.bindAddress": host.address})
+    job = _stream_job(seaweed, "stream_fuse", MOUNT, host.disk / "stop", master=cluster.url,
+                      conf=conf)
+    filer_path = f"/buckets/{seaweed.bucket}/{prefix}"
+    logs: list[str] = []
+    figures: dict[str, Any] = {}
+
+    def log() -> str:
+        return ("\n".join([*logs, host.log("driver.log")])[-6000:]
+                + host.log("weed-mount.log")[-2000:])
+
+    def kill(first: Any) -> int:
+        count = host.kill()
+        assert first.poll() is not None
+        # what the killed FUSE client had flushed: a batch's sink object is written before
+        # its commit file, so batches 0..n-1 in the sink mean commits 0..n-2 were closed
+        objects = support.object_paths(seaweed, prefix)
+        figures.update(
+            sink_batches_at_kill=support.sink_objects(seaweed, "sink/stream_fuse"),
+            checkpoint_commits_in_s3_at_kill=len(_commits(objects, prefix)),
+            checkpoint_temp_objects_at_kill=sum(1 for p in objects if p.endswith(".tmp")))
+        assert figures["checkpoint_commits_in_s3_at_kill"] >= figures["sink_batches_at_kill"] - 1
+        logs.append(host.log("driver.log"))
+        shutil.rmtree(host.disk)  # the host comes back with an empty disk
+        host.disk.mkdir()
+        return count
+
+    try:
+        _run_killed_stream(seaweed, "stream_fuse",
+                           lambda: _start_driver_host(host, seaweed, filer_path, job), kill,
+                           "spark classic: driver host (driver, weed mount) SIGKILLed "
+                           "mid-stream; new host process set, empty disk, new mount of the "
+                           "S3 checkpoint", log, figures)
+        assert not list(host.disk.rglob("commits")), "a checkpoint on the host's disk"
+        (host.disk / "stop").touch()
+        second = host.processes[-1]
+        wait_for(lambda: second.poll() is not None, "the restarted driver to stop",
+                 timeout_s=120, logs=log)
+        assert second.returncode == 0, log()
+    finally:
+        host.kill()
+    started = [line for text in (logs[0], host.log("driver.log"))
+               for line in text.splitlines() if line.startswith('{"started"')]
+    assert len(started) == 2 and started[0] == started[1], f"not resumed: {started}"
+    objects = support.object_paths(seaweed, prefix)
+    assert f"{prefix}/metadata" in objects
+    assert len(_commits(objects, prefix)) >= support.sink_objects(seaweed, "sink/stream_fuse")
+    assert any(p.startswith(f"{prefix}/offsets/") for p in objects)
+    assert host.pids() == [], "a process of the driver host (weed mount) survived"
+    assert fuse_mounts() == [], "a FUSE mount of the tier in this machine's namespace"
 
 
 ROOT = Path(__file__).resolve().parents[2]
