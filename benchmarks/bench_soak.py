@@ -106,6 +106,17 @@ def catalog_options(root: str) -> dict[str, str]:
             "catalog.warehouse": f"file://{root}/warehouse"}
 
 
+
+def _ask(proc: subprocess.Popen[str], request: str, who: str, log: str) -> dict[str, Any]:
+    """Send a child one line of its protocol; its one-line JSON answer."""
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(request + "\n")
+    proc.stdin.flush()
+    line = proc.stdout.readline()
+    if not line:
+        raise RuntimeError(f"{who} exited ({proc.wait()}); see {log}")
+    return dict(json.loads(line))
+
 class Ids:
     """The ids a stream received: rows, distinct, duplicates (an id seen twice), range.
 
@@ -384,14 +395,7 @@ class Child:
             cwd=ROOT.parent, env=env)
 
     def report(self) -> dict[str, Any]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write("report\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"the {self.engine} stream exited ({self.proc.wait()}); see "
-                               f"{self.log.name}")
-        report = dict(json.loads(line))
+        report = _ask(self.proc, "report", f"the {self.engine} stream", self.log.name)
         self.poll_records.extend(report.pop("poll_records", []))
         return report
 
@@ -433,14 +437,7 @@ class JavaWriter:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True)
 
     def command(self, what: str) -> dict[str, Any]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(what + "\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"the Java writer exited ({self.proc.wait()}); see "
-                               f"{self.log.name}")
-        status = dict(json.loads(line))
+        status = _ask(self.proc, what, "the Java writer", self.log.name)
         if status.get("error"):
             raise RuntimeError(f"the Java writer failed: {status['error']}")
         return status

@@ -61,7 +61,6 @@ class Lag:
         return self.seconds
 
 
-_NOTHING = {"records": "", "files": "", "bytes": ""}
 _TOTALS = {"records": "total-records", "files": "total-data-files",
            "bytes": "total-files-size"}
 _ADDED = {"records": "added-records", "files": "added-data-files",
@@ -70,7 +69,7 @@ _ADDED = {"records": "added-records", "files": "added-data-files",
 
 def _summary_int(snapshot: Snapshot, key: str) -> int:
     summary = snapshot.summary
-    value = summary.additional_properties.get(key) if summary is not None and key else None
+    value = summary.additional_properties.get(key) if summary is not None else None
     try:
         return int(value) if value is not None else 0
     except ValueError:
@@ -96,22 +95,26 @@ def measure_lag(committed: Position, enumerator: ContinuousEnumerator,
     head = enumerator.head()
     if head is None:
         return Lag()
-    behind: list[tuple[Snapshot, dict[str, str]]] = []
+    behind: list[tuple[Snapshot, dict[str, str] | None]] = []  # None: adds nothing
     if committed.snapshot_id is not None and committed.next_ordinal is not None:
         # the unit in progress: its rest is behind too
         current = enumerator.handle.snapshot(committed.snapshot_id)
         behind.append((current, _TOTALS if committed.phase == "scan" else _ADDED))
-    behind.extend((s, _ADDED if _read(s, enumerator.options) else _NOTHING)
+    behind.extend((s, _ADDED if _read(s, enumerator.options) else None)
                   for s in enumerator.snapshots_after(committed, head))
     if not behind:
         return Lag(head_snapshot_id=head.snapshot_id)
     now = time.time() if now_s is None else now_s
     oldest_ms = behind[0][0].timestamp_ms
+
+    def total(what: str) -> int:
+        return sum(_summary_int(s, keys[what]) for s, keys in behind if keys is not None)
+
     return Lag(
         snapshots=len(behind),
-        records=sum(_summary_int(s, keys["records"]) for s, keys in behind),
+        records=total("records"),
         seconds=max(0.0, now - oldest_ms / 1000),
         head_snapshot_id=head.snapshot_id,
-        files=sum(_summary_int(s, keys["files"]) for s, keys in behind),
-        bytes=sum(_summary_int(s, keys["bytes"]) for s, keys in behind),
+        files=total("files"),
+        bytes=total("bytes"),
     )

@@ -260,13 +260,14 @@ def _confirm(bench: _Bench, base: Setting, current: Setting, trials: list[Trial]
     runs = interleaved(readers, CONFIRM_REPS, warmup=False)
     took = time.monotonic() - started
 
+    def seconds() -> tuple[list[float], list[float]]:
+        return ([s for s, _ in runs["baseline"]], [s for s, _ in runs["candidate"]])
+
     def decided() -> bool:
-        return current != base and beats(*(
-            [s for s, _ in runs[k]] for k in ("baseline", "candidate")))
+        return current != base and beats(*seconds())
 
     if current != base and not decided() and time.monotonic() + took <= deadline \
-            and gain(*([s for s, _ in runs[k]] for k in ("baseline", "candidate"))) \
-            >= MIN_GAIN:
+            and gain(*seconds()) >= MIN_GAIN:
         say(f"confirming again: within the noise so far ({CONFIRM_REPS} more runs each)")
         more = interleaved(readers, CONFIRM_REPS, warmup=False)
         runs = {k: runs[k] + more[k] for k in runs}
