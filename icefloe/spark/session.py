@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import sys
 import warnings
 from collections.abc import Mapping
@@ -22,6 +23,7 @@ from pyiceberg.catalog import Catalog
 from pyspark.sql import DataFrame, SparkSession
 
 from icefloe.catalog.loader import catalog_options
+from icefloe.errors import EngineError
 from icefloe.logs import secret_keys
 from icefloe.spark.datasource import SOURCE_NAME, IcefloeDataSource
 
@@ -153,6 +155,7 @@ def _connect_session(remote: str, app_name: str,
     """
     from pyspark import SparkContext
 
+    _reach(remote)
     if SparkContext._active_spark_context is None:
         builder = SparkSession.builder.remote(remote).appName(app_name)
     else:
@@ -164,6 +167,34 @@ def _connect_session(remote: str, app_name: str,
     spark = builder.getOrCreate()
     register(spark)
     return spark
+
+
+CONNECT_PORT = 15002
+"""Spark Connect's default port (``sc://host`` without one)."""
+
+
+def _reach(remote: str, timeout_s: float = 10.0) -> None:
+    """Open (and close) a TCP connection to ``remote``'s server, so that a wrong address
+    fails at once with its name: PySpark's client retries an unreachable server for about
+    a minute, then reports a gRPC error that does not name it.
+
+    Raises:
+        EngineError: nothing answers at ``remote``'s host and port.
+    """
+    from urllib.parse import urlparse
+
+    try:
+        url = urlparse(remote)
+        host, port = url.hostname or "localhost", url.port or CONNECT_PORT
+    except ValueError as exc:
+        raise EngineError(f"Spark Connect URL {remote!r}: {exc}; give sc://host:port") from exc
+    try:
+        socket.create_connection((host, port), timeout=timeout_s).close()
+    except OSError as exc:
+        raise EngineError(
+            f"no Spark Connect server answers at {remote} ({host}:{port}: {exc}); start one "
+            "there (sbin/start-connect-server.sh of your Spark) or give the address of a "
+            "running one") from exc
 
 
 def _option_text(value: Any) -> str:

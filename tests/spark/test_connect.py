@@ -29,6 +29,7 @@ import icefloe.spark
 from icefloe.cli.failures import (
     EXIT_CATALOG,
     EXIT_CHECKPOINT,
+    EXIT_ENGINE,
     EXIT_OUTPUT,
     EXIT_SNAPSHOT,
     EXIT_USAGE,
@@ -289,6 +290,29 @@ def test_cli_refuses_remote_misuse_in_one_line(tmp_path: Path, extra: list[str],
     assert done.returncode == EXIT_USAGE
     assert done.stderr.count("\n") == 1, done.stderr
     assert "--remote" in done.stderr and message in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("command", ["read", "stream"])
+def test_no_server_at_the_remote_address_is_one_typed_line(tmp_path: Path,
+                                                           command: str) -> None:
+    """Nothing listens at the ``--remote`` address: the command fails at once with the
+    engine's exit status and one line naming the address and the fix (PySpark's client
+    alone retries for about a minute, then names no address), and writes nothing."""
+    from icefloe.errors import EngineError
+    from icefloe.seaweed import free_port
+
+    url = f"sc://127.0.0.1:{free_port()}"
+    target = ["--to", "out.parquet"] if command == "read" else [
+        "--checkpoint", "ckpt", "--sink", "parquet:out", "--available-now"]
+    done = _cli([command, "demo.events", *target, "--engine", "spark", "--remote", url],
+                tmp_path)
+    assert done.returncode == EXIT_ENGINE, done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert f"no Spark Connect server answers at {url}" in done.stderr, done.stderr
+    assert "start-connect-server.sh" in done.stderr
+    assert not (tmp_path / "out.parquet").exists() and not (tmp_path / "out").exists()
+    with pytest.raises(EngineError, match=f"no Spark Connect server answers at {url}"):
+        icefloe.spark.session(remote=url)
 
 
 def test_credentials_as_options_of_a_connect_read_warn_naming_the_keys(connect: Any) -> None:
