@@ -7,11 +7,14 @@ chunks into ranges of up to 32 MiB and fetches each one when the decoder first n
 one request at a time per reader thread, each round trip and transfer waiting for the
 decode before it (profile in benchmarks/RESULTS.md, "Defaults matrix"). A
 :class:`RangedFile` fetches instead, in file order, the byte ranges of the split's column
-chunks (the selected row groups' selected columns, ranges closer than
-:data:`COALESCE_GAP` merged, pieces of at most :data:`PIECE_BYTES`) on the process-wide
-I/O pool, with at most ``concurrency`` requests in flight and :data:`AHEAD_BYTES` bytes
-fetched and not yet read; Parquet reads its column chunks from them (through a file
-object: one read per column chunk, as Parquet reads without pre-buffering).
+chunks (the selected row groups' selected columns; :func:`blocks`: ranges closer than
+:data:`COALESCE_GAP` merged up to :data:`PIECE_BYTES`, a longer column chunk a block of its
+own) on the process-wide I/O pool, each block into one buffer in requests of at most
+:data:`PIECE_BYTES`, with at most ``concurrency`` requests in flight and
+:data:`AHEAD_BYTES` bytes fetched and not yet read; Parquet reads its column chunks from
+them (through a file object: one read per column chunk, as Parquet reads without
+pre-buffering, each a slice of one block's buffer: the bytes are never copied after
+their transfer).
 
 A read not wholly inside fetched ranges (the footer, a writer's padding) goes to the
 underlying file, so nothing is ever served from bytes that were not fetched: the ranges
@@ -36,13 +39,14 @@ from icefloe.reader.ranges import parquet_batches
 from icefloe.splits.split import FileSplit
 
 PIECE_BYTES = 8 * 1024 * 1024
-"""Largest ranged request (larger column chunks are fetched in pieces, concurrently)."""
+"""Largest ranged request: a block longer than this (one long column chunk) is fetched
+in requests of this size, concurrently, into the block's one buffer."""
 
 COALESCE_GAP = 64 * 1024
 """Ranges closer than this are fetched in one request (the gap is fetched too)."""
 
 AHEAD_BYTES = PREFETCH_MAX_BYTES
-"""Most bytes one reader holds fetched ahead and not yet read (at least one piece)."""
+"""Most bytes one reader holds fetched ahead and not yet read (at least one request)."""
 
 MIN_SPLIT_BYTES = 8 * 1024 * 1024
 """Smallest split read through a :class:`RangedFile` (smaller ones are whole small files,
@@ -66,15 +70,15 @@ def chunk_ranges(metadata: Any, row_groups: Sequence[int],
     return sorted(out)
 
 
-def pieces(ranges: Sequence[tuple[int, int]], gap: int = COALESCE_GAP,
+def blocks(ranges: Sequence[tuple[int, int]], gap: int = COALESCE_GAP,
            piece: int = PIECE_BYTES) -> list[tuple[int, int]]:
-    """``ranges`` merged where closer than ``gap`` while the merged piece stays within
-    ``piece`` bytes, and a range longer than ``piece`` cut into pieces of ``piece`` bytes:
-    ``(offset, length)`` in file order, covering every range.
+    """``ranges`` merged where closer than ``gap`` while the merged block stays within
+    ``piece`` bytes (overlapping ranges always): ``(offset, length)`` in file order,
+    covering every range.
 
-    A piece ends where a range (a column chunk) ends unless that range alone is longer
-    than ``piece``, so a read of a column chunk is served from one piece (a slice, no
-    copy) except for chunks longer than ``piece``."""
+    Every range lies in exactly one block, so a read of a column chunk is a slice of one
+    fetched buffer, never a copy of several: a range longer than ``piece`` is a block of
+    its own, which :class:`RangedFile` fetches in several requests into one buffer."""
     merged: list[list[int]] = []
     for start, length in sorted(ranges):
         end = start + length
@@ -84,38 +88,66 @@ def pieces(ranges: Sequence[tuple[int, int]], gap: int = COALESCE_GAP,
                 merged[-1][1] = max(last, end)  # overlapping, or near and it fits
                 continue
         merged.append([start, end])
-    return [(s, min(piece, end - s)) for start, end in merged for s in range(start, end, piece)]
+    return [(start, end - start) for start, end in merged]
 
 
-def _overlaps(pieces: Sequence[tuple[int, int]], reads: Sequence[tuple[int, int]] | None
-              ) -> dict[int, int]:
-    """For each piece (by offset), how many of ``reads`` overlap it (1 without reads)."""
-    count = {start: 0 if reads is not None else 1 for start, _ in pieces}
+def requests(blocks: Sequence[tuple[int, int]], piece: int = PIECE_BYTES
+             ) -> list[tuple[int, int, int]]:
+    """The ranged requests that fetch ``blocks``: ``(block index, offset within the block,
+    length)``, each at most ``piece`` bytes, in file order."""
+    return [(i, lo, min(piece, length - lo)) for i, (_, length) in enumerate(blocks)
+            for lo in range(0, length, piece)]
+
+
+def _overlaps(blocks: Sequence[tuple[int, int]], reads: Sequence[tuple[int, int]] | None
+              ) -> list[int]:
+    """For each block, how many of ``reads`` overlap it (1 without reads, at least 1)."""
     if reads is None:
-        return count
-    starts = [start for start, _ in pieces]
+        return [1] * len(blocks)
+    count = [0] * len(blocks)
+    starts = [start for start, _ in blocks]
     for offset, length in reads:
         i = max(0, bisect.bisect_right(starts, offset) - 1)
-        while i < len(pieces) and pieces[i][0] < offset + length:
-            if pieces[i][0] + pieces[i][1] > offset:
-                count[pieces[i][0]] += 1
+        while i < len(blocks) and blocks[i][0] < offset + length:
+            if blocks[i][0] + blocks[i][1] > offset:
+                count[i] += 1
             i += 1
-    return {start: max(1, n) for start, n in count.items()}
+    return [max(1, n) for n in count]
 
 
 def _fetch(stream: Any, nbytes: int, offset: int) -> pa.Buffer:
-    """``nbytes`` of ``stream`` from ``offset`` (an I/O thread's or a fallback read).
-
-    An Arrow file reads into a buffer of Arrow's memory pool (``get_stream``: a view of
-    the file with its own position, safe on any thread), which keeps freed memory for the
-    next piece. ``read_at`` would read into a new Python bytes object: memory mapped
-    fresh for every piece and returned at its release (about 29,000 page faults and 0.1 s
-    of system CPU per 64 MB read; profile in benchmarks/RESULTS.md, "Defaults matrix").
-    """
+    """``nbytes`` of ``stream`` from ``offset`` into a new buffer (a read outside the
+    blocks). An Arrow file reads into a buffer of Arrow's memory pool (``get_stream``: a
+    view of the file with its own position, safe on any thread); ``read_at`` would read
+    into a new Python bytes object (see :func:`_fetch_into`)."""
     get_stream = getattr(stream, "get_stream", None)
     if get_stream is None:
         return pa.py_buffer(stream.read_at(nbytes, offset))
     return get_stream(offset, nbytes).read_buffer(nbytes)
+
+
+def _fetch_into(stream: Any, into: memoryview, offset: int) -> None:
+    """Fill ``into`` with the bytes of ``stream`` from ``offset`` (an I/O thread's work).
+
+    An Arrow file reads straight into it (``readinto`` of a ``get_stream`` view, without
+    the GIL; S3's client writes the answer's body there): no copy of the bytes after
+    the transfer. A file without ``get_stream`` (a test's) is read and copied.
+
+    Raises:
+        OSError: the file holds fewer bytes there (it ends earlier than the Parquet
+            metadata says), or the read's own error (a reset, a 403).
+    """
+    nbytes = len(into)
+    get_stream = getattr(stream, "get_stream", None)
+    if get_stream is None:
+        data = memoryview(stream.read_at(nbytes, offset))
+        got = len(data)
+        into[:got] = data
+    else:
+        got = get_stream(offset, nbytes).readinto(into)
+    if got != nbytes:
+        raise OSError(f"read {got} of {nbytes} bytes at offset {offset}: the file ends "
+                      "before the column chunks its Parquet metadata names")
 
 
 def _joined(parts: Sequence[pa.Buffer]) -> pa.Buffer:
@@ -129,67 +161,116 @@ def _joined(parts: Sequence[pa.Buffer]) -> pa.Buffer:
     return out
 
 
+class _Block:
+    """One block's state in a :class:`RangedFile` (guarded by its lock): its buffer
+    (allocated when its first request is submitted), its requests' futures, the reads of
+    it still to come; ``dropped`` once they all took it."""
+
+    __slots__ = ("buffer", "dropped", "futures", "held", "index", "length", "offset",
+                 "reads_left")
+
+    def __init__(self, index: int, offset: int, length: int, reads: int) -> None:
+        self.index = index
+        self.offset = offset
+        self.length = length
+        self.buffer: pa.Buffer | None = None
+        self.futures: list[Future[None]] = []
+        self.held = 0  # bytes of its requests submitted
+        self.reads_left = reads
+        self.dropped = False
+
+
 class RangedFile:
     """A read-only file over ``stream`` (an Arrow random-access file of an object) whose
-    ``pieces`` are fetched ahead on the I/O pool. Parquet's decode threads read it
-    through ``pyarrow.PythonFile``, one read at a time; a read waits only for the pieces
-    it needs (its own lock guards the bookkeeping, never a wait for a fetch).
+    ``blocks`` are fetched ahead on the I/O pool, each into one buffer of Arrow's memory
+    pool in requests of at most ``piece`` bytes. Parquet's decode threads read it through
+    ``pyarrow.PythonFile``, one read at a time; a read inside one block is a slice of its
+    buffer (no copy) and waits only for that block's requests (its own lock guards the
+    bookkeeping, never a wait for a fetch).
 
     Args:
-        stream: the object's file (its ``read_at`` runs on the I/O threads).
-        pieces: ``(offset, length)`` to fetch, in the order they will be read.
+        stream: the object's file (its ``get_stream`` or ``read_at`` runs on the I/O
+            threads).
+        blocks: ``(offset, length)`` to fetch, in the order they will be read
+            (:func:`blocks`).
         concurrency: most requests in flight (at least 1).
-        ahead_bytes: most bytes fetched or in flight and not yet read (one piece always).
-        reads: the ``(offset, length)`` reads expected (the column chunks): a piece is
-            dropped once every one of them overlapping it was read (default: each piece
+        ahead_bytes: most bytes fetched or in flight and not yet read (one request always).
+        reads: the ``(offset, length)`` reads expected (the column chunks): a block is
+            dropped once every one of them overlapping it was read (default: each block
             is read once). Parquet's decode threads read column chunks in any order, so
-            a piece shared by two chunks waits for both.
+            a block shared by two chunks waits for both.
+        piece: the largest request.
     """
 
-    def __init__(self, stream: Any, pieces: Sequence[tuple[int, int]], concurrency: int,
+    def __init__(self, stream: Any, blocks: Sequence[tuple[int, int]], concurrency: int,
                  ahead_bytes: int = AHEAD_BYTES,
-                 reads: Sequence[tuple[int, int]] | None = None) -> None:
+                 reads: Sequence[tuple[int, int]] | None = None,
+                 piece: int = PIECE_BYTES) -> None:
         self.stream = stream
         self.size = stream.size()
         self.concurrency = max(1, concurrency)
         self.ahead_bytes = ahead_bytes
-        self._pieces = sorted(pieces)
-        self._starts = [start for start, _ in self._pieces]
-        self._submitted = [False] * len(self._pieces)
-        self._next = 0  # the first piece :meth:`_fill` has not looked at
-        self._readers = _overlaps(self._pieces, reads)  # piece offset -> reads left
-        self._ahead: dict[int, tuple[int, Future[pa.Buffer]]] = {}  # offset -> (length, f)
-        self._held = 0
+        spans = sorted(blocks)
+        self._blocks = [_Block(i, start, length, n) for i, ((start, length), n)
+                        in enumerate(zip(spans, _overlaps(spans, reads), strict=True))]
+        self._starts = [start for start, _ in spans]
+        self._requests = requests(spans, piece)
+        self._first = [0]  # block i's requests: self._requests[_first[i]:_first[i + 1]]
+        for _, length in spans:
+            self._first.append(self._first[-1] + -(-length // piece))
+        self._submitted = [False] * len(self._requests)
+        self._next = 0  # the first request :meth:`_fill` has not looked at
+        self._live: dict[int, _Block] = {}  # blocks with a request submitted, not dropped
+        self._held = 0  # bytes of the requests of live blocks
         self._pos = 0
         self._lock = threading.Lock()
         self.requests = 0
         """Ranged requests submitted (for tests and profiles)."""
         self.fallback_reads = 0
-        """Reads served by ``stream`` directly (not wholly inside fetched pieces)."""
+        """Reads served by ``stream`` directly (not wholly inside fetched blocks)."""
         self._fill()
 
     # -- fetching ------------------------------------------------------------------------
 
+    def _in_flight(self) -> int:
+        return sum(not f.done() for block in self._live.values() for f in block.futures)
+
     def _fill(self) -> None:
-        """Submit the next pieces in file order, up to the requests in flight and the bytes
-        ahead allowed."""
+        """Submit the next requests in file order, up to the requests in flight and the
+        bytes ahead allowed."""
         with self._lock:
-            while self._next < len(self._pieces) \
-                    and sum(not f.done() for _, f in self._ahead.values()) < self.concurrency:
+            while self._next < len(self._requests) and self._in_flight() < self.concurrency:
                 if self._submitted[self._next]:  # a read needed it earlier
                     self._next += 1
                     continue
-                length = self._pieces[self._next][1]
-                if self._ahead and self._held + length > self.ahead_bytes:
+                if self._live and self._held + self._requests[self._next][2] > self.ahead_bytes:
                     return
                 self._submit(self._next)
                 self._next += 1
 
-    def _take(self, offset: int, nbytes: int) -> list[tuple[int, int, Future[pa.Buffer]]]:
-        """The pieces holding ``[offset, offset + nbytes)`` (those not yet submitted are
-        submitted now, past the limits: the read needs them), each dropped once every
-        read overlapping it took it; [] when the pieces do not cover it all (a read
-        outside them, or of a piece already dropped)."""
+    def _submit(self, j: int) -> None:
+        """Fetch request ``j`` on the I/O pool into its block's buffer (the caller holds
+        the lock)."""
+        i, lo, n = self._requests[j]
+        block = self._blocks[i]
+        if block.buffer is None:
+            block.buffer = pa.allocate_buffer(block.length)
+            self._live[i] = block
+        into = memoryview(block.buffer)[lo:lo + n]  # the future's arguments keep it alive
+        block.futures.append(io_pool().submit(_fetch_into, self.stream, into,
+                                              block.offset + lo))
+        self._submitted[j] = True
+        block.held += n
+        self._held += n
+        self.requests += 1
+
+    def _take(self, offset: int, nbytes: int
+              ) -> list[tuple[int, pa.Buffer, list[Future[None]]]]:
+        """``(offset, buffer, futures)`` of the blocks holding ``[offset, offset +
+        nbytes)`` (their requests not yet submitted are submitted now, past the limits:
+        the read needs them), each dropped once every read overlapping it took it; []
+        when the blocks do not cover it all (a read outside them, or of a block already
+        dropped)."""
         with self._lock:
             found = []
             pos, end = offset, offset + nbytes
@@ -197,58 +278,57 @@ class RangedFile:
                 i = bisect.bisect_right(self._starts, pos) - 1
                 if i < 0:
                     return []
-                start, length = self._pieces[i]
-                if pos >= start + length:
+                block = self._blocks[i]
+                if pos >= block.offset + block.length or block.dropped:
                     return []
-                if start in self._ahead:
-                    future = self._ahead[start][1]
-                elif not self._submitted[i]:
-                    future = self._submit(i)
-                else:  # fetched and dropped
-                    return []
-                found.append((start, length, future))
-                pos = start + length
-            for start, length, _ in found:
-                left = self._readers.get(start, 1) - 1
-                self._readers[start] = left
-                if left <= 0:  # every read of it done
-                    del self._ahead[start]
-                    self._held -= length
-            return found
+                for j in range(self._first[i], self._first[i + 1]):
+                    if not self._submitted[j]:
+                        self._submit(j)
+                found.append(block)
+                pos = block.offset + block.length
+            taken = []
+            for block in found:
+                assert block.buffer is not None
+                taken.append((block.offset, block.buffer, list(block.futures)))
+                block.reads_left -= 1
+                if block.reads_left <= 0:  # every read of it done
+                    self._drop(block)
+            return taken
 
-    def _submit(self, index: int) -> Future[pa.Buffer]:
-        """Fetch piece ``index`` on the I/O pool (the caller holds the lock)."""
-        offset, length = self._pieces[index]
-        future = io_pool().submit(_fetch, self.stream, length, offset)
-        self._submitted[index] = True
-        self._ahead[offset] = (length, future)
-        self._held += length
-        self.requests += 1
-        return future
+    def _drop(self, block: _Block) -> None:
+        """Forget ``block`` (the caller holds the lock; readers keep their slices)."""
+        self._live.pop(block.index, None)
+        self._held -= block.held
+        block.held = 0
+        block.buffer, block.futures, block.dropped = None, [], True
 
     def read_at(self, nbytes: int, offset: int) -> pa.Buffer:
         """``nbytes`` bytes from ``offset`` (fewer at the end of the object)."""
         nbytes = max(0, min(nbytes, self.size - offset))
-        found = self._take(offset, nbytes) if nbytes else []
-        if not found:
+        taken = self._take(offset, nbytes) if nbytes else []
+        if not taken:
             self.fallback_reads += 1
             return _fetch(self.stream, nbytes, offset)
         parts = []
-        for start, length, future in found:
-            data = future.result()  # a fetch's error is the read's (a reset, a 403)
+        for start, buffer, futures in taken:
+            for future in futures:
+                future.result()  # a fetch's error is the read's (a reset, a 403)
             lo = max(offset, start) - start
-            hi = min(offset + nbytes, start + length) - start
-            parts.append(data.slice(lo, hi - lo))
+            hi = min(offset + nbytes, start + buffer.size) - start
+            parts.append(buffer.slice(lo, hi - lo))
         self._fill()
         return parts[0] if len(parts) == 1 else _joined(parts)
 
     def close(self) -> None:
         """Drop what was fetched ahead (running fetches finish and are dropped)."""
         with self._lock:
-            for _, future in self._ahead.values():
-                future.cancel()
-            self._ahead.clear()
-            self._submitted = [True] * len(self._pieces)
+            for block in self._live.values():
+                for future in block.futures:
+                    future.cancel()
+            for block in self._blocks:
+                block.buffer, block.futures, block.held, block.dropped = None, [], 0, True
+            self._live.clear()
+            self._submitted = [True] * len(self._requests)
             self._held = 0
 
     # -- the file object Parquet reads (pyarrow.PythonFile) -------------------------------
@@ -285,7 +365,7 @@ def ranged_reader(pf: ParquetReader, stream: Any, row_groups: Sequence[int],
     """A Parquet reader of ``pf``'s file (its footer already parsed: no request) reading
     ``row_groups``' ``columns`` from a :class:`RangedFile` over ``stream``. Close both."""
     chunks = chunk_ranges(pf.metadata, row_groups, columns)
-    ranged = RangedFile(stream, pieces(chunks), concurrency, reads=chunks)
+    ranged = RangedFile(stream, blocks(chunks), concurrency, reads=chunks)
     reader = ParquetReader()
     try:
         reader.open(pa.PythonFile(ranged, mode="r"), metadata=pf.metadata, pre_buffer=False,
