@@ -3,8 +3,8 @@ many are in flight, seen by the latency proxy (issue 30). Not a benchmark (no
 ``run(scale)``): a tool for the before/after profiles in RESULTS.md ("Defaults matrix").
 
     uv run python -m benchmarks.profile_io [--files 5] [--rows 1000000] [--row-groups 1]
-        [--delay 0.010] [--reps 3] [--readers icefloe,pyarrow,pyiceberg,icefloe-before
-        --before DIR]
+        [--delay 0.010] [--reps 3] [--reads 1] [--readers icefloe,pyarrow,pyiceberg,
+        icefloe-before --before DIR]
 
 Starts SeaweedFS (temp dir) and a counting latency proxy in a child process, writes one
 table of ``files`` Parquet files of event rows, then reads it, each reader in turn in a
@@ -14,18 +14,23 @@ creation) and, from the proxy's log of the last run: requests (HEAD, GET),
 the bytes of the GETs (from their ``Range`` headers), the connections used and the most
 requests in flight at once (a request is in flight from its first byte sent by the client
 until the last byte of the answer forwarded before the connection's next request).
+``--reads N``: N reads per process, the first (a fresh process's) and the later ones
+("warm", as the matrix's 2nd and 3rd) reported apart; the proxy's figures are the last
+read's.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import socket
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from tests.helpers.latency_proxy import LatencyProxy
@@ -105,8 +110,10 @@ READERS = ("icefloe", "pyarrow", "pyiceberg")
 """The readers; also ``icefloe-plan`` (icefloe's planning alone) and ``icefloe-before``."""
 
 
-def _reader_child(reader: str, props: str, identifier: str, options: str) -> None:
-    """One read in a fresh process; prints its seconds and rows as JSON."""
+def _reader_child(reader: str, props: str, identifier: str, options: str,
+                  reads: str = "1") -> None:
+    """``reads`` reads in a fresh process; prints each one's seconds, CPU seconds and rows
+    as a JSON line."""
     import pyarrow.dataset as ds
     from pyarrow import fs as pafs
     from pyiceberg.catalog import load_catalog
@@ -114,17 +121,9 @@ def _reader_child(reader: str, props: str, identifier: str, options: str) -> Non
     from icefloe import IcebergSource
 
     catalog = load_catalog("profile", **json.loads(props))
-    start, cpu = time.perf_counter(), time.process_time()
-    if reader == "icefloe":
-        rows = sum(b.num_rows for b in IcebergSource(
-            identifier, catalog=catalog, options=json.loads(options)).read())
-    elif reader == "icefloe-plan":  # planning alone: the table's load and its splits
-        rows = sum(s.record_count for s in IcebergSource(
-            identifier, catalog=catalog, options=json.loads(options)).plan())
-    elif reader == "pyiceberg":
-        rows = sum(b.num_rows for b in catalog.load_table(identifier).scan()
-                   .to_arrow_batch_reader())
-    else:
+    paths: list[str] = []
+    if reader == "pyarrow":  # as bench_objectstore: the listing of the files is not the
+        # reader's (before its clock)
         p = json.loads(props)
         s3 = pafs.S3FileSystem(endpoint_override=p["s3.endpoint"],
                                access_key=p["s3.access-key-id"],
@@ -132,12 +131,22 @@ def _reader_child(reader: str, props: str, identifier: str, options: str) -> Non
                                scheme="http")
         paths = [t.file.file_path.removeprefix("s3://")
                  for t in catalog.load_table(identifier).scan().plan_files()]
-        start, cpu = time.perf_counter(), time.process_time()  # as bench_objectstore:
-        # the listing of the files is not the reader's
-        rows = sum(b.num_rows for b in ds.dataset(paths, format="parquet",
-                                                  filesystem=s3).to_batches())
-    print(json.dumps({"s": time.perf_counter() - start, "rows": rows,
-                      "cpu": time.process_time() - cpu}), flush=True)
+    for _ in range(int(reads)):
+        start, cpu = time.perf_counter(), time.process_time()
+        if reader == "icefloe":
+            rows = sum(b.num_rows for b in IcebergSource(
+                identifier, catalog=catalog, options=json.loads(options)).read())
+        elif reader == "icefloe-plan":  # planning alone: the table's load and its splits
+            rows = sum(s.record_count for s in IcebergSource(
+                identifier, catalog=catalog, options=json.loads(options)).plan())
+        elif reader == "pyiceberg":
+            rows = sum(b.num_rows for b in catalog.load_table(identifier).scan()
+                       .to_arrow_batch_reader())
+        else:
+            rows = sum(b.num_rows for b in ds.dataset(paths, format="parquet",
+                                                      filesystem=s3).to_batches())
+        print(json.dumps({"s": time.perf_counter() - start, "rows": rows,
+                          "cpu": time.process_time() - cpu}), flush=True)
 
 
 def main() -> None:
@@ -147,6 +156,7 @@ def main() -> None:
     parser.add_argument("--row-groups", type=int, default=1)
     parser.add_argument("--delay", type=float, default=0.010)
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--reads", type=int, default=1, help="reads per process")
     parser.add_argument("--options", default="{}", help="icefloe's options, JSON")
     parser.add_argument("--readers", default=",".join(READERS))
     parser.add_argument("--verbose", action="store_true", help="print the last run's log")
@@ -156,7 +166,6 @@ def main() -> None:
 
     import shutil
     import tempfile
-    from pathlib import Path
 
     from benchmarks.bench_objectstore import Store
     from icefloe.seaweed import SeaweedFS
@@ -181,30 +190,41 @@ def main() -> None:
             log = json.loads(proxy.stdout.readline())
             return summarize(log), log
 
-        times: dict[str, list[float]] = {r: [] for r in args.readers.split(",")}
-        cpus: dict[str, list[float]] = {r: [] for r in times}
+        names = args.readers.split(",")
+        # per reader: the first reads' and the later ("warm") reads' seconds and CPU
+        times: dict[tuple[str, str], list[float]] = {}
+        cpus: dict[tuple[str, str], list[float]] = {}
         last: dict[str, dict[str, Any]] = {}
         for rep in range(args.reps + 1):
-            for reader in times:
+            for reader in names:
                 stats()
-                before = reader == "icefloe-before"  # the code of --before DIR
-                out = subprocess.run([sys.executable, "-m", "benchmarks.profile_io", "--child",
-                                      "icefloe" if before else reader, props, "profile.t",
-                                      args.options], cwd=args.before if before else None,
+                before = reader == "icefloe-before"  # the code of --before DIR, read by
+                # this file's child (PYTHONPATH: its icefloe, not this checkout's)
+                cmd = [sys.executable, str(Path(__file__).resolve()) if before else "-m",
+                       *([] if before else ["benchmarks.profile_io"]), "--child",
+                       "icefloe" if before else reader, props, "profile.t", args.options,
+                       str(args.reads)]
+                env = {**os.environ, "PYTHONPATH": str(Path(args.before).resolve())} \
+                    if before else None
+                out = subprocess.run(cmd, cwd=args.before if before else None, env=env,
                                      capture_output=True, text=True, check=True)
-                result = json.loads(out.stdout.strip().splitlines()[-1])
+                results = [json.loads(line) for line in out.stdout.strip().splitlines()
+                           if line.startswith("{")]
                 last[reader], log = stats()
                 if rep == args.reps and args.verbose:
                     print(reader, "\n".join(f"{e[0]:.3f}-{e[1]:.3f} conn {e[2]} {e[3]} "
                                              f"{e[4]}" for e in log), file=sys.stderr)
                 if rep:  # the first round warms the page cache and the server
-                    times[reader].append(result["s"])
-                    cpus[reader].append(result["cpu"])
-        for reader, ts in times.items():
+                    for i, result in enumerate(results):
+                        key = (reader, "first" if i == 0 else "warm")
+                        times.setdefault(key, []).append(result["s"])
+                        cpus.setdefault(key, []).append(result["cpu"])
+        for (reader, which), ts in times.items():
             ts.sort()
-            cs = sorted(cpus[reader])
-            print(f"{reader:10s} median {ts[len(ts) // 2]:.3f} s (CPU {cs[len(cs) // 2]:.3f} s)"
-                  "  runs "
+            cs = sorted(cpus[reader, which])
+            label = reader if args.reads == 1 else f"{reader} ({which})"
+            print(f"{label:10s} median {ts[len(ts) // 2]:.3f} s (CPU {cs[len(cs) // 2]:.3f} s,"
+                  f" runs {', '.join(f'{c:.2f}' for c in cs)})  runs "
                   f"{', '.join(f'{t:.3f}' for t in ts)}  {last[reader]}")
     finally:
         if proxy.stdin is not None:
@@ -218,6 +238,6 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["--proxy"]:
         _proxy_child(int(sys.argv[2]), float(sys.argv[3]))
     elif sys.argv[1:2] == ["--child"]:
-        _reader_child(*sys.argv[2:6])
+        _reader_child(*sys.argv[2:7])
     else:
         main()
