@@ -73,7 +73,8 @@ class FileReader:
         if split.file_format != "PARQUET":
             yield from self._read_format(split)
             return
-        opened = open_parquet(self.files, split)
+        ranged = split.length >= MIN_SPLIT_BYTES and self.prefetch.concurrency > 0
+        opened = open_parquet(self.files, split, footer_beside_head=ranged)
         try:
             yield from self.read_parquet(split, opened)
         except DataFileError:

@@ -26,11 +26,13 @@ An open file belongs to the thread that opened it.
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyarrow._parquet import ParquetReader
+from pyarrow.fs import LocalFileSystem
 
 from icefloe.errors import DataFileError
 from icefloe.reader.files import FileOpener
@@ -66,10 +68,38 @@ def read_failed(split: FileSplit, exc: Exception) -> DataFileError:
         f"{type(exc).__name__}: {exc}")
 
 
+def _footer(files: FileOpener, split: FileSplit) -> tuple[Future[tuple[Any, bool]], Any] | None:
+    """For a file on an object store: its opening (Arrow's HEAD) started on the I/O pool
+    and, meanwhile, its footer read on this thread by a fragment told the file's size
+    (one GET, no HEAD): ``(the opening's future, the footer's metadata or None when that
+    read failed: the reader then reads the footer itself and names the error)``. None for
+    a local file or a FileIO icefloe does not open itself."""
+    where = files.locate(split.file_path)
+    if where is None or isinstance(where[0], LocalFileSystem) or split.file_size <= 0:
+        return None
+    from icefloe.reader.prefetch import io_pool
+
+    opening = io_pool().submit(files.open_for_parquet, split.file_path)
+    try:
+        import pyarrow.dataset as ds
+
+        fragment = ds.ParquetFileFormat().make_fragment(where[1], where[0],
+                                                        file_size=split.file_size)
+        return opening, fragment.metadata
+    except Exception:
+        return opening, None
+
+
 def open_parquet(files: FileOpener, split: FileSplit, window: PrefetchWindow | None = None,
-                 index: int = 0) -> ParquetFile:
+                 index: int = 0, footer_beside_head: bool = False) -> ParquetFile:
     """Open ``split``'s Parquet file: from ``window`` (``window.splits[index]`` is
     ``split``, fetched ahead) or directly through ``files`` (pre-buffered unless local).
+
+    ``footer_beside_head``: on an object store, read the footer while Arrow's S3 client
+    asks for the object's size (its HEAD before the first read of a file opened by path):
+    one round trip less before a large split's data. The footer is read at the end of
+    ``split.file_size`` bytes (Iceberg's record of the file's size); if that read fails,
+    the reader reads the footer itself as without it.
 
     Raises:
         DataFileError: the file is not Parquet, missing, unreadable or corrupt.
@@ -80,9 +110,15 @@ def open_parquet(files: FileOpener, split: FileSplit, window: PrefetchWindow | N
             f"{split.file_format}, not PARQUET (ORC and Avro splits are opened by "
             "icefloe.reader.open_file.open_format_file)"
         )
+    metadata = None
     try:
-        stream, pre_buffer = files.open_for_parquet(split.file_path) \
-            if window is None else window.take(index)
+        beside = _footer(files, split) if footer_beside_head and window is None else None
+        if beside is not None:
+            opening, metadata = beside
+            stream, pre_buffer = opening.result()
+        else:
+            stream, pre_buffer = files.open_for_parquet(split.file_path) \
+                if window is None else window.take(index)
     except Exception as exc:
         raise DataFileError(
             f"cannot read data file {split.file_path} of snapshot {split.snapshot_id} "
@@ -92,7 +128,8 @@ def open_parquet(files: FileOpener, split: FileSplit, window: PrefetchWindow | N
         # the reader under pq.ParquetFile, without its per-file Python set-up (nested
         # column paths, path resolution): with thousands of small files it shows
         reader = ParquetReader()
-        reader.open(stream, pre_buffer=pre_buffer, arrow_extensions_enabled=True)
+        reader.open(stream, pre_buffer=pre_buffer, arrow_extensions_enabled=True,
+                    metadata=metadata)
     except Exception as exc:
         stream.close()
         raise DataFileError(

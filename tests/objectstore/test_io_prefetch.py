@@ -369,3 +369,66 @@ def test_large_file_same_items_and_offsets_without_ranged_reads(
                 for i in got]
 
     assert items({"ioConcurrency": "4"}) == items({"ioConcurrency": "0"})
+
+
+class RequestLog(LatencyProxy):
+    """The latency proxy, logging ``(time, method)`` of each request the client sends
+    and the time each connection's answer first reaches the client."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.requests: list[tuple[float, str, int]] = []  # (sent, method, connection)
+        self.answered: dict[int, list[float]] = {}  # connection -> first bytes' times
+        self._pipes = 0
+
+    def _pipe(self, src: Any, dst: Any, on_read: Any = None, on_sent: Any = None) -> None:
+        import time
+
+        self._pipes += 1  # _accept pipes client -> upstream first, then the answer's way
+        upward, conn = self._pipes % 2 == 1, (self._pipes + 1) // 2
+
+        def read(data: bytes) -> None:
+            if upward and data[:5] in (b"HEAD ", b"GET /"):
+                self.requests.append((time.monotonic(), data.split(b" ", 1)[0].decode(), conn))
+
+        def sent(data: bytes) -> None:
+            if not upward and data:
+                self.answered.setdefault(conn, []).append(time.monotonic())
+
+        super()._pipe(src, dst, read if upward else None, None if upward else sent)
+
+
+def test_a_large_split_reads_its_footer_while_arrow_sends_its_head(
+        seaweed: SeaweedFS, large_file: str) -> None:
+    """Arrow's S3 client sends a HEAD before the first read of a file opened by path; a
+    large split's footer is read beside it (a fragment told Iceberg's file size: one
+    GET), not after it: one round trip less before the data. With a wrong size the
+    reader reads the footer itself, as before."""
+    import dataclasses
+
+    from icefloe.reader.files import FileOpener
+    from icefloe.reader.open_file import open_parquet
+
+    with RequestLog(("127.0.0.1", seaweed.s3_port), 0.1) as log:
+        plan = IcebergSource(large_file, catalog=_proxied(seaweed, log)).bounded_plan()
+        split = next(iter(plan.splits()))
+        assert split.length >= MIN_SPLIT_BYTES
+        files = FileOpener(plan.context.io)
+        expected = pq.read_metadata(f"{split.file_path.removeprefix('s3://')}",
+                                    filesystem=_s3(seaweed.s3_endpoint))
+        for file_size, beside in [(split.file_size, True), (split.file_size, False),
+                                  (split.file_size + 7, True)]:
+            log.requests.clear()
+            opened = open_parquet(files, dataclasses.replace(split, file_size=file_size),
+                                  footer_beside_head=beside)
+            assert opened.reader.metadata.equals(expected)
+            opened.close()
+            if file_size != split.file_size:  # the fragment's read failed: read again
+                assert sum(method == "GET" for _, method, _ in log.requests) == 2
+                continue
+            (head_sent, _, head_conn), = [r for r in log.requests if r[1] == "HEAD"]
+            (footer_sent, _, _), = [r for r in log.requests if r[1] == "GET"]
+            head_answered = min(t for t in log.answered[head_conn] if t > head_sent)
+            # the footer's GET went out before the HEAD's answer came back (a round trip
+            # is 0.2 s here) when read beside it, after it otherwise
+            assert (footer_sent < head_answered) == beside
