@@ -8,7 +8,7 @@ files (read through the table's FileIO: the user's own storage).
 The sample is whole files, spread evenly over the plan order (every k-th file: across
 partitions, snapshots and manifests, never just the first ones), so the same table and
 options give the same sample in any process, and a ``splitSize`` setting still decides
-how those files are cut. When one file alone is more than twice the sample's bytes (a
+how those files are cut. When one file alone is more than the sample's bytes (a
 table of one or a few large files: a read of a whole 1 GB file takes seconds), the sample
 is a run of that file's row groups from its middle (:class:`Part`, at least
 :data:`MIN_WINDOW_GROUPS` of them), which every setting cuts as the planner cuts a file
@@ -197,12 +197,13 @@ class Part:
 def sample_parts(files: Sequence[FileInfo], target_bytes: int,
                  groups_of: Callable[[FileInfo], RowGroups | None]) -> list[Part]:
     """About ``target_bytes`` of ``files``: the files :func:`pick` chooses, whole; or when
-    it chooses one file larger than twice the target with more than
-    :data:`MIN_WINDOW_GROUPS` row groups (``groups_of``: its footer's), a run of about
-    the target's bytes of its row groups (at least :data:`MIN_WINDOW_GROUPS`), centred
-    in the file. Deterministic: same files and target, same parts."""
+    it chooses one file larger than the target with more than :data:`MIN_WINDOW_GROUPS`
+    row groups (``groups_of``: its footer's), a run of about the target's bytes of its
+    row groups (at least :data:`MIN_WINDOW_GROUPS`; the whole file when that rounds to
+    all of them), centred in the file. Deterministic: same files and target, same
+    parts."""
     chosen = pick(files, target_bytes)
-    if len(chosen) != 1 or chosen[0].size <= 2 * target_bytes:
+    if len(chosen) != 1 or chosen[0].size <= target_bytes:
         return [Part(f) for f in chosen]
     info = chosen[0]
     groups = groups_of(info)

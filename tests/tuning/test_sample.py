@@ -91,7 +91,8 @@ def test_whole_files_where_a_run_of_row_groups_would_not_be_smaller() -> None:
     big = FileInfo("s3://b/big.parquet", 16_000, 1600, "PARQUET")
     assert sample_parts([big], 4000, lambda f: _groups(4, 4000)) == [Part(big)]  # too few
     assert sample_parts([big], 4000, lambda f: None) == [Part(big)]  # no footer
-    assert sample_parts([big], 9000, lambda f: _groups(16, 1000)) == [Part(big)]  # > 1/2
+    assert len(sample_parts([big], 9000, lambda f: _groups(16, 1000))[0].groups) == 9
+    assert sample_parts([big], 15_600, lambda f: _groups(16, 1000)) == [Part(big)]  # ~all
     files = infos(10, size=1000)
     never: Callable[[FileInfo], None] = lambda f: pytest.fail("no footer needed")  # noqa: E731
     assert sample_parts(files, 3000, never) == [Part(f) for f in pick(files, 3000)]
