@@ -15,17 +15,19 @@ round, ``reps`` timed reads each (no warm-up read: the first read of a process p
 its thread pools and connections, as a user's would), every batch iterated:
 
 - icefloe at its defaults: ``IcebergSource(...).read()``, planning included;
-- icefloe with the setting ``icefloe tune --budget`` finds for that cell (its candidate
-  when it recommends nothing; cells of files over :data:`TUNE_MAX_BYTES` take the
-  setting of the 32 MB cell of the same row groups and link), planning included;
+- icefloe with the setting ``icefloe tune`` finds for that cell, run in every cell with a
+  budget sized to its files (:data:`TUNE_BUDGETS`; its candidate when it recommends
+  nothing), planning included; where its 3 reads leave the 0.9x target undecided (the
+  ratio within the two's spread of 0.9), 2 more reads of the tuned pair alone, interleaved
+  (:data:`TUNED_REPS`), decide the "defaults / tuned" figure;
 - PyArrow's dataset reader: ``ds.dataset(paths, filesystem=...).to_batches()`` over the
   same files (the paths listed before the clock starts);
 - PyIceberg: ``load_table(...).scan().to_arrow_batch_reader()``, table load included.
 
 Targets of every cell: defaults >= 1.0x PyArrow's dataset reader, >= 1.5x PyIceberg,
 >= 0.9x the tuned setting. The figures of a run are kept in
-``benchmarks/data/matrix-results-<scale>.json`` and drawn into ``benchmarks/matrix.png``
-(matplotlib).
+``benchmarks/data/matrix-results-<scale>.json`` (``--results PATH``: another file) and
+drawn into ``benchmarks/matrix.png`` (matplotlib).
 
     uv run python -m benchmarks.bench_matrix quick     # or full; --cells 32:4:s3-10ms,...
 """
@@ -47,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import DATA_DIR, ROOT, event_rows, fmt_s, md_table, median, pick, verdict
+from icefloe.tuning.measure import beats, noise
 
 MB = 1_000_000
 BYTES_PER_ROW = 25
@@ -58,11 +61,14 @@ DELAYS = {"s3 10 ms": 0.010, "s3 30 ms": 0.030}
 CONTENDERS = ("icefloe (defaults)", "icefloe (tuned)", "pyarrow dataset", "pyiceberg")
 TARGETS = {"pyarrow dataset": 1.0, "pyiceberg": 1.5, "icefloe (tuned)": 0.9}
 """Least ratio (the contender's median time / icefloe's at its defaults) of every cell."""
-TUNE_MAX_BYTES = 32 * MB
-"""Cells of larger files are not tuned: one read of a 256 MB file takes 2-4 s on the loaded
-machine, of a 1 GB file 5-15 s, and a tuning run ~25 reads (calibration, a sweep of 3
-settings x 3 runs, a confirmation of 7 x 2): minutes per cell. Their tuned contender reads
-with the setting found for the largest tuned file size of the same row groups and link."""
+TUNE_BUDGETS = {32 * MB: "30s", 256 * MB: "90s", 1_000 * MB: "150s"}
+"""``icefloe tune``'s budget per cell, by the largest file size it covers: a read of a
+256 MB file takes 1-4 s on the loaded machine, of a 1 GB file 4-15 s; the tuner samples
+a run of row groups of a file of many (:func:`icefloe.tuning.sample.sample_parts`), but a
+file of one row group is read whole (the 1 GB x 1 cells: knobs left unswept when the
+budget runs out are listed in the tune column)."""
+TUNED_REPS = 5
+"""Reads of the defaults and the tuned setting where 3 leave the 0.9x target undecided."""
 BIGGEST_ROW_GROUPS = (1, 16)
 """Row groups per file of the 1 GB cells at full scale (a cell there takes 2-3 minutes)."""
 CACHE = "matrix-v1"
@@ -255,9 +261,15 @@ def _child(spec: dict[str, Any]) -> None:
                           "cpu": time.process_time() - cpu}), flush=True)
 
 
+Runs = dict[str, list[tuple[float, int, float]]]
+
+
 def measure(where: Links, link: str, identifier: str, tuned: dict[str, str], threads: int,
-            reps: int) -> dict[str, list[tuple[float, int, float]]]:
-    """``reps`` reads of every contender, round-robin with the first rotated."""
+            reps: int) -> tuple[Runs, Runs | None]:
+    """``reps`` reads of every contender, round-robin with the first rotated; then, where
+    those leave the tuned target undecided (:func:`undecided`), more reads of the
+    defaults and the tuned setting alone in the same processes, interleaved, until each
+    has :data:`TUNED_REPS` (returned second, the first ``reps`` included; else None)."""
     from icefloe.seaweed import ACCESS_KEY, REGION, SECRET_KEY
 
     s3 = None if link == "local disk" else {
@@ -280,7 +292,14 @@ def measure(where: Links, link: str, identifier: str, tuned: dict[str, str], thr
         for r in range(reps):
             for name in names[r % len(names):] + names[:r % len(names)]:
                 out[name].append(procs[name].read())
-        return out
+        pair = ["icefloe (defaults)", "icefloe (tuned)"]
+        if not undecided([s for s, _, _ in out[pair[0]]], [s for s, _, _ in out[pair[1]]]):
+            return out, None
+        more: Runs = {n: list(out[n]) for n in pair}
+        for r in range(reps, TUNED_REPS):
+            for name in pair[r % 2:] + pair[:r % 2]:
+                more[name].append(procs[name].read())
+        return out, more
     finally:
         for proc in procs.values():
             proc.close()
@@ -304,12 +323,25 @@ def load_avg() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def measure_cells(scale: str, only: set[str] | None = None) -> dict[str, dict[str, Any]]:
+def undecided(defaults: list[float], tuned: list[float]) -> bool:
+    """Whether the ratio of the tuned setting's median time to the defaults' is within
+    the runs' noise (:func:`icefloe.tuning.measure.noise`) of the 0.9x target."""
+    ratio = median(tuned) / median(defaults)
+    return abs(ratio - TARGETS["icefloe (tuned)"]) <= noise(defaults, tuned)
+
+
+def results_path(scale: str) -> Path:
+    """The default results file of ``scale``."""
+    return DATA_DIR / f"matrix-results-{scale}.json"
+
+
+def measure_cells(scale: str, only: set[str] | None = None,
+                  path: Path | None = None) -> dict[str, dict[str, Any]]:
     """Measure the cells of ``scale`` (``only``: their keys, ``1:4:s3-10-ms``); merges
-    them into the scale's results file and returns every recorded cell."""
+    them into the results file ``path`` (default :func:`results_path`) and returns every
+    recorded cell."""
     reps = pick(scale, 3, 3)
-    budget = pick(scale, "10s", "10s")
-    path = DATA_DIR / f"matrix-results-{scale}.json"
+    path = path or results_path(scale)
     recorded: dict[str, dict[str, Any]] = json.loads(path.read_text()) if path.exists() else {}
     todo = [c for c in cells(scale) if only is None or _key(*c) in only]
     from icefloe import tune
@@ -323,22 +355,21 @@ def measure_cells(scale: str, only: set[str] | None = None) -> dict[str, dict[st
             for link in [lk for s, g, lk in todo if (s, g) == (size, row_groups)]:
                 load_before = load_avg()
                 started = time.perf_counter()
-                smaller = [c for k, c in recorded.items() if c["row_groups"] == row_groups
-                           and c["link"] == link and c["size"] <= TUNE_MAX_BYTES]
-                if size > TUNE_MAX_BYTES and smaller:  # see TUNE_MAX_BYTES
-                    like = max(smaller, key=lambda c: c["size"])
-                    tuned = {k: v for k, v in like["tuned"].items() if k != "parallelism"}
-                    threads = int(like["tuned"]["parallelism"])
-                    tune_text = f"not run: the {like['size'] // MB} MB cell's {like['tune']}"
-                else:
-                    result = tune(identifier, catalog=where.catalog(link), budget=budget)
-                    tuned = {k: str(v) for k, v in result.candidate.items()
-                             if k in ("splitSize", "ioConcurrency", "batchSize")}
-                    threads = int(result.candidate["parallelism"])
-                    tune_text = f"{result.verdict}: " \
-                                f"{label(result.candidate, result.baseline)} " \
-                                f"({result.ratio:.2f}x)"
-                runs = measure(where, link, identifier, tuned, threads, reps)
+                budget = next(b for s, b in sorted(TUNE_BUDGETS.items()) if size <= s)
+                result = tune(identifier, catalog=where.catalog(link), budget=budget)
+                tuned = {k: str(v) for k, v in result.candidate.items()
+                         if k in ("splitSize", "ioConcurrency", "batchSize")}
+                threads = int(result.candidate["parallelism"])
+                tune_text = f"{result.verdict}: {label(result.candidate, result.baseline)} " \
+                            f"({result.ratio:.2f}x, noise {result.noise * 100:.0f} %; " \
+                            f"{budget} budget, {result.elapsed_s:.0f} s" \
+                            + ("" if result.sample_groups is None else
+                               f"; sample {result.sample_groups[0]} of "
+                               f"{result.sample_groups[1]} row groups") \
+                            + ("" if not result.skipped else
+                               f"; not swept: {', '.join(result.skipped)}") + ")"
+                tuning_s = time.perf_counter() - started
+                runs, pair = measure(where, link, identifier, tuned, threads, reps)
                 counts = {r for rs in runs.values() for _, r, _ in rs}
                 assert len(counts) == 1, f"contenders read different rows: {runs}"
                 n_files, rows = cell_files(size, row_groups)
@@ -347,8 +378,11 @@ def measure_cells(scale: str, only: set[str] | None = None) -> dict[str, dict[st
                     "rows": rows, "bytes": sum(p.stat().st_size for p in files),
                     "seconds": {n: [s for s, _, _ in rs] for n, rs in runs.items()},
                     "cpu": {n: [c for _, _, c in rs] for n, rs in runs.items()},
-                    "tune": tune_text,
+                    "tune": tune_text, "tune_s": round(tuning_s, 1),
+                    "tune_result": result.to_json(),
                     "tuned": {**tuned, "parallelism": threads},
+                    **({} if pair is None else {"tuned_pair": {
+                        n: [s for s, _, _ in rs] for n, rs in pair.items()}}),
                     "load": [load_before, load_avg()],
                     "at": time.strftime("%H:%M", time.gmtime()),
                     "elapsed_s": round(time.perf_counter() - started, 1)}
@@ -360,9 +394,20 @@ def measure_cells(scale: str, only: set[str] | None = None) -> dict[str, dict[st
 
 
 def ratios(cell: dict[str, Any]) -> dict[str, float]:
-    """Each peer's median time / icefloe's at its defaults (above 1: the defaults faster)."""
+    """Each peer's median time / icefloe's at its defaults (above 1: the defaults faster);
+    the tuned setting's from the tuned pair's reads where there are more of them."""
     base = median(cell["seconds"]["icefloe (defaults)"])
-    return {name: median(cell["seconds"][name]) / base for name in TARGETS}
+    out = {name: median(cell["seconds"][name]) / base for name in TARGETS}
+    pair = tuned_pair(cell)
+    out["icefloe (tuned)"] = median(pair[1]) / median(pair[0])
+    return out
+
+
+def tuned_pair(cell: dict[str, Any]) -> tuple[list[float], list[float]]:
+    """The seconds of the defaults' and the tuned setting's reads the tuned target is
+    judged on: the tuned pair's :data:`TUNED_REPS` where measured, else the cell's."""
+    seconds = cell.get("tuned_pair") or cell["seconds"]
+    return seconds["icefloe (defaults)"], seconds["icefloe (tuned)"]
 
 
 CEILINGS: dict[tuple[str, str], str] = {
@@ -393,16 +438,17 @@ def _short(peer: str) -> str:
 def cell_verdict(key: str, cell: dict[str, Any]) -> str:
     """``**met**``; ``ceiling: ...`` when every missed target of the cell has a
     :data:`CEILINGS` entry; else ``**missed** (peers)`` (and the ceilings of the others).
-    A missed "tuned" target is marked "within tune's noise" where ``icefloe tune`` itself
-    found no setting faster than its noise for the cell."""
+    A missed "tuned" target is marked "within noise" where the cell's own reads of the
+    tuned pair (:func:`tuned_pair`) do not show the tuned setting faster than the defaults
+    by more than their spread (:func:`icefloe.tuning.measure.beats`)."""
     r = ratios(cell)
     missed = [n for n, t in TARGETS.items() if r[n] < t]
     if not missed:
         return verdict(True)
     shown = [f"ceiling ({_short(n)}): {CEILINGS[key, n]}" for n in missed
              if (key, n) in CEILINGS]
-    open_ = [_short(n) + (" within tune's noise" if n == "icefloe (tuned)"
-                          and "within-noise" in str(cell.get("tune", "")) else "")
+    open_ = [_short(n) + (" within noise" if n == "icefloe (tuned)"
+                          and not beats(*tuned_pair(cell)) else "")
              for n in missed if (key, n) not in CEILINGS]
     if not open_:
         return "; ".join(shown)
@@ -502,9 +548,9 @@ def report(scale: str, recorded: dict[str, dict[str, Any]], took: float | None) 
                        rows))
 
 
-def run(scale: str, only: set[str] | None = None) -> str:
+def run(scale: str, only: set[str] | None = None, path: Path | None = None) -> str:
     started = time.perf_counter()
-    recorded = measure_cells(scale, only)
+    recorded = measure_cells(scale, only, path)
     took = time.perf_counter() - started if only is None else None
     try:
         draw(recorded, FIGURE)
@@ -523,11 +569,15 @@ if __name__ == "__main__":
                         help="comma-separated keys SIZE_MB:ROW_GROUPS:LINK (s3-10-ms)")
     parser.add_argument("--report", action="store_true",
                         help="print the recorded results and redraw the figure only")
+    parser.add_argument("--results", type=Path, default=None,
+                        help="the results file to merge the cells into and report from "
+                        "(default: benchmarks/data/matrix-results-<scale>.json)")
     args = parser.parse_args()
     scale = args.scale.removeprefix("--")
     if args.report:
-        data = json.loads((DATA_DIR / f"matrix-results-{scale}.json").read_text())
+        data = json.loads((args.results or results_path(scale)).read_text())
         draw(data, FIGURE)
         print(report(scale, data, None))
     else:
-        print(run(scale, None if args.cells is None else set(args.cells.split(","))))
+        print(run(scale, None if args.cells is None else set(args.cells.split(",")),
+                  args.results))

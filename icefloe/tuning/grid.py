@@ -11,7 +11,8 @@ ioConcurrency  files fetched ahead per reader on an object store (nothing on loc
 batchSize      rows per Arrow batch (Spark and Ray get these batches)
 =============  ======================  =========================  ========================
 
-The grid leaves out what cannot matter for the shape: ``splitSize`` when files have one
+The grid leaves out what cannot matter for the shape: a ``parallelism`` above the most
+splits the read can have (the baseline's is kept), ``splitSize`` when files have one
 row group or are small, ``ioConcurrency`` on a local disk, ``batchSize`` when no file has
 more rows than the smallest candidate. A caller may give its own values
 (:func:`parse_sweep`), also for a knob the grid would leave out.
@@ -61,7 +62,8 @@ def grid(shape: TableShape, engine: str, base: Setting, cpus: int) -> dict[str, 
         pars = {1, 2, 4, cpus, 2 * cpus} | ({8, 16} if shape.remote else set())
     else:
         pars = {max(1, par // 2), par, 2 * par, 4 * par}
-    out["parallelism"] = sorted(p for p in pars | {par} if 1 <= p <= 64)
+    most = min(64, shape.most_splits or 64)  # threads / tasks beyond the splits idle
+    out["parallelism"] = sorted(p for p in pars | {par} if 1 <= p <= most or p == par <= 64)
     split_size = int(base["splitSize"])
     if shape.row_groups > 1 and shape.median_file_bytes > MIB:
         median = shape.median_file_bytes

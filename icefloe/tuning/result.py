@@ -75,6 +75,8 @@ class TuneResult:
             candidate faster by more than the noise, else ``within-noise``.
         elapsed_s: the run's wall time; ``budget_s``: what it was given.
         loops: reads of the sample in one timed run (more than one for a small table).
+        sample_groups: ``(row groups read, row groups in the file)`` when the sample is
+            a run of one large file's row groups (None: whole files).
     """
 
     table: str
@@ -93,6 +95,7 @@ class TuneResult:
     reps: int
     confirm_reps: int
     loops: int = 1
+    sample_groups: tuple[int, int] | None = None
     base_options: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -147,7 +150,9 @@ class TuneResult:
             "table": self.table, "engine": self.engine,
             "shape": {k: getattr(self.shape, k) for k in self.shape.__slots__},
             "sample": {"files": self.sample_files, "bytes": self.sample_bytes,
-                       "rows": self.sample_rows, "reads_per_run": self.loops},
+                       "rows": self.sample_rows, "reads_per_run": self.loops,
+                       "row_groups": None if self.sample_groups is None
+                       else list(self.sample_groups)},
             "budget_s": self.budget_s, "elapsed_s": round(self.elapsed_s, 3),
             "reps": self.reps, "confirm_reps": self.confirm_reps,
             "base_options": self.base_options,
@@ -165,7 +170,10 @@ class TuneResult:
         """The report ``icefloe tune`` prints (plain text, one table)."""
         lines = [
             f"table: {self.table}: {self.shape.describe()}",
-            f"sample: {self.sample_files:,} of {self.shape.files:,} files, "
+            "sample: " + ("" if self.sample_groups is None else
+                          f"{self.sample_groups[0]} of the {self.sample_groups[1]} row groups "
+                          "of ")
+            + f"{self.sample_files:,} of {self.shape.files:,} files, "
             f"{human_bytes(self.sample_bytes)}, {self.sample_rows:,} rows"
             + (f", read {self.loops} times per run" if self.loops > 1 else "")
             + f"; engine {self.engine}; {self.reps} interleaved runs per setting; "

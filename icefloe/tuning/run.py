@@ -3,8 +3,9 @@
 Runs on the driver. The steps, each within the budget:
 
 1. plan the read (icefloe's planner, the options given) and take the table's shape;
-2. pick a deterministic sample of its files and size it so that every planned read fits
-   the budget (a calibration read of the baseline, which also warms the cache);
+2. pick a deterministic sample of its files (or of one large file's row groups:
+   :func:`~icefloe.tuning.sample.sample_parts`) and size it so that every planned read
+   fits the budget (a calibration read of the baseline, which also warms the cache);
 3. sweep the knobs one at a time in :data:`~icefloe.tuning.grid.KNOBS` order: every value
    of a knob, the others at the best values found so far, :data:`SWEEP_REPS` interleaved
    runs each; a value replaces the current one only when it is faster by more than the
@@ -39,7 +40,17 @@ from icefloe.tuning.engines import ENGINES, Engine, Work, open_engine
 from icefloe.tuning.grid import KNOBS, Setting, baseline, grid, label, parse_sweep
 from icefloe.tuning.measure import MIN_GAIN, beats, gain, interleaved, median, timed
 from icefloe.tuning.result import Trial, TuneResult
-from icefloe.tuning.sample import FileInfo, files_of, pick, shape_of
+from icefloe.tuning.sample import (
+    FileInfo,
+    Part,
+    RowGroups,
+    files_of,
+    pick,
+    row_groups_of,
+    sample_parts,
+    shape_of,
+    window_splits,
+)
 
 log = logging.getLogger(__name__)
 
@@ -112,18 +123,19 @@ def tune(table: str, catalog: str | Catalog | None = None,
     say(f"starting engine {engine}")
     eng = open_engine(engine, parallelism, master, address)
     try:
-        bench = _Bench(source, opts, eng)
+        bench = _Bench(source, opts, eng, files, plan.handle.io)
         base = baseline(opts, engine, eng.default_parallelism())
-        sample = pick(files, INITIAL_SAMPLE_BYTES)
-        shape = shape_of(files, sample, plan.handle.io)
+        shape = shape_of(files, pick(files, INITIAL_SAMPLE_BYTES), plan.handle.io)
+        sample = bench.resample(INITIAL_SAMPLE_BYTES)
         knobs = given or grid(shape, engine, base, eng.cpus())
         knobs = {k: v if base[k] in v else [base[k], *v] for k, v in knobs.items()}
         reads = sum(len(v) for v in knobs.values()) * SWEEP_REPS + 2 * CONFIRM_REPS
         deadline = started + budget_s
         sample, per_read, target = _calibrate(bench, base, files, sample, deadline, reads,
                                               say)
-        bench.sample = {f.path for f in sample}
-        if len(sample) == len(files) and per_read < target / 2:  # a small table
+        bench.sample = tuple(sample)
+        if len(sample) == len(files) and all(p.whole for p in sample) \
+                and per_read < target / 2:  # a small table
             bench.loops = min(MAX_LOOPS, int(target / max(per_read, 1e-6)))
             per_read *= bench.loops
         trials, current, skipped = _sweep(bench, base, knobs, deadline, per_read, say)
@@ -133,6 +145,7 @@ def tune(table: str, catalog: str | Catalog | None = None,
             table=table, engine=engine, shape=shape, sample_files=len(sample),
             sample_bytes=sum(s.length for s in sample_splits),
             sample_rows=sum(s.record_count for s in sample_splits), baseline=base,
+            sample_groups=_groups(sample),
             trials=trials, skipped=skipped, confirmation=conf, verdict=verdict,
             loops=bench.loops,
             budget_s=budget_s, elapsed_s=time.monotonic() - started, reps=SWEEP_REPS,
@@ -143,16 +156,38 @@ def tune(table: str, catalog: str | Catalog | None = None,
         eng.close()
 
 
+def _groups(sample: Sequence[Part]) -> tuple[int, int] | None:
+    """``(row groups read, row groups in the file)`` of a sample that is part of a file."""
+    parts = [p for p in sample if not p.whole]
+    if not parts:
+        return None
+    return sum(len(p.groups) for p in parts), sum(p.of_groups for p in parts)
+
+
 class _Bench:
     """Readers of the sample under a setting (plans cached per ``splitSize``)."""
 
-    def __init__(self, source: IcebergSource, options: SourceOptions, engine: Engine) -> None:
+    def __init__(self, source: IcebergSource, options: SourceOptions, engine: Engine,
+                 files: list[FileInfo], io: Any) -> None:
         self.source = source
         self.options = options
         self.engine = engine
-        self.sample: set[str] = set()
+        self.files = files
+        self.io = io
+        self.sample: tuple[Part, ...] = ()
         self.loops = 1
-        self._splits: dict[tuple[int, frozenset[str]], list[FileSplit]] = {}
+        self._splits: dict[tuple[int, tuple[Part, ...]], list[FileSplit]] = {}
+        self._footers: dict[str, RowGroups | None] = {}
+
+    def resample(self, target_bytes: int) -> list[Part]:
+        """About ``target_bytes`` of the read's files (:func:`sample_parts`; footers
+        read once)."""
+        def groups_of(info: FileInfo) -> RowGroups | None:
+            if info.path not in self._footers:
+                self._footers[info.path] = row_groups_of(info, self.io)
+            return self._footers[info.path]
+
+        return sample_parts(self.files, target_bytes, groups_of)
 
     def work(self, setting: Setting) -> Work:
         io = setting["ioConcurrency"]
@@ -161,9 +196,21 @@ class _Bench:
             split_size=int(setting["splitSize"]),
             io_concurrency=None if io == "auto" else int(io))
         plan = plan_bounded(self.source.handle, opts)
-        key = (opts.split_size, frozenset(self.sample))
+        key = (opts.split_size, self.sample)
         if key not in self._splits:
-            self._splits[key] = [s for s in plan.splits() if s.file_path in self.sample]
+            parts = {p.file.path: p for p in self.sample}
+            splits: list[FileSplit] = []
+            cut: set[str] = set()  # files whose part is cut already
+            for split in plan.splits():
+                part = parts.get(split.file_path)
+                if part is None or split.file_path in cut:
+                    continue
+                if part.whole:
+                    splits.append(split)
+                else:
+                    cut.add(split.file_path)
+                    splits += window_splits(part, split, opts.split_size)
+            self._splits[key] = splits
         return Work(self._splits[key], plan.context, opts, int(setting["parallelism"]))
 
     def reader(self, work: Work) -> Callable[[], int]:
@@ -178,9 +225,9 @@ class _Bench:
                      sum(s.length for s in work.splits) * self.loops)
 
 
-def _calibrate(bench: _Bench, base: Setting, files: list[FileInfo], sample: list[FileInfo],
+def _calibrate(bench: _Bench, base: Setting, files: list[FileInfo], sample: list[Part],
                deadline: float, reads: int, say: Callable[[str], None],
-               ) -> tuple[list[FileInfo], float, float]:
+               ) -> tuple[list[Part], float, float]:
     """A sample whose read takes about the budget's share of one planned read. Reads of
     the baseline: the first warms the engine up (Spark's and Ray's first job starts
     workers) and is not used; the last leaves the sample's files warm. Stops after
@@ -188,27 +235,34 @@ def _calibrate(bench: _Bench, base: Setting, files: list[FileInfo], sample: list
     and that share."""
     started = time.monotonic()
     stop = started + (deadline - started) * CALIBRATION_SHARE
-    bench.sample = {f.path for f in sample}
-    say(f"warming up: reading {len(sample)} of {len(files)} files")
+    bench.sample = tuple(sample)
+    say(f"warming up: reading {_describe(sample, files)}")
     bench.reader(bench.work(base))()
     seconds = target = 0.0
     for _ in range(CALIBRATION_READS):
-        bench.sample = {f.path for f in sample}
-        say(f"calibrating: reading {len(sample)} of {len(files)} files")
+        bench.sample = tuple(sample)
+        say(f"calibrating: reading {_describe(sample, files)}")
         seconds, _ = timed(bench.reader(bench.work(base)))
         target = max(MIN_READ_S, (deadline - time.monotonic()) * BUDGET_SHARE / max(reads, 1))
         ratio = target / max(seconds, 1e-6)
-        grow = ratio > 2 and len(sample) < len(files)
-        shrink = ratio < 0.8 and len(sample) > 1
+        grow = ratio > 2 and sum(p.size for p in sample) < sum(f.size for f in files)
+        shrink = ratio < 0.8  # resample() says when nothing smaller is left
         if not (grow or shrink) or time.monotonic() + seconds * min(ratio, 16) > stop:
             break
-        size = sum(f.size for f in sample) * min(16.0, max(1 / 16, ratio))
-        resized = pick(files, int(size))
-        if [f.path for f in resized] == [f.path for f in sample]:
+        size = sum(p.size for p in sample) * min(16.0, max(1 / 16, ratio))
+        resized = bench.resample(int(size))
+        if resized == sample:
             break
         sample = resized
-    bench.sample = {f.path for f in sample}
+    bench.sample = tuple(sample)
     return sample, seconds, target
+
+
+def _describe(sample: Sequence[Part], files: Sequence[FileInfo]) -> str:
+    """``2 of 5 files`` or ``4 of the 16 row groups of 1 of 1 files``."""
+    groups = _groups(sample)
+    text = f"{len(sample)} of {len(files)} files"
+    return text if groups is None else f"{groups[0]} of the {groups[1]} row groups of {text}"
 
 
 def _sweep(bench: _Bench, base: Setting, knobs: Mapping[str, list[Any]], deadline: float,

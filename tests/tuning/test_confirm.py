@@ -17,6 +17,7 @@ from icefloe.source import IcebergSource
 from icefloe.tuning import run
 from icefloe.tuning.engines import open_engine
 from icefloe.tuning.grid import baseline
+from icefloe.tuning.sample import Part, files_of
 from tests.tuning.support import GOOD_BATCH, WRONG_BATCH, by_design_table
 
 STALLED = [0.30, 0.31, 0.74, 0.30, 0.81, 0.29, 0.30]  # two of seven stalled: noise
@@ -29,8 +30,9 @@ def bench(catalog: SqlCatalog) -> Iterator[run._Bench]:
     by_design_table(catalog)
     source = IcebergSource("db.tune", catalog=catalog)
     engine = open_engine("local", 2, None, None)
-    b = run._Bench(source, SourceOptions.parse({}), engine)
-    b.sample = {t.file.file_path for t in source.handle.table.scan().plan_files()}
+    files = files_of(source.plan())
+    b = run._Bench(source, SourceOptions.parse({}), engine, files, source.handle.io)
+    b.sample = tuple(Part(f) for f in files)
     try:
         yield b
     finally:

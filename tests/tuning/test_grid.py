@@ -90,3 +90,12 @@ def test_options_of_a_setting_are_valid_source_options() -> None:
     assert label(setting, BASE) == "parallelism=3, ioConcurrency=0, batchSize=1024"
     assert label(BASE, BASE) == "baseline"
     assert list(KNOBS) == ["parallelism", "splitSize", "ioConcurrency", "batchSize"]
+
+
+def test_threads_beyond_the_splits_the_read_can_have_are_left_out() -> None:
+    one = shape(files=1, median_file_bytes=1000 * MIB, max_file_bytes=1000 * MIB,
+                remote=True, most_splits=1)  # one file of one row group
+    assert grid(one, "local", BASE, cpus=2)["parallelism"] == [1, 2]  # the baseline's kept
+    sixteen = shape(files=1, row_groups=16, most_splits=16, remote=True)
+    assert grid(sixteen, "local", BASE, cpus=2)["parallelism"] == [1, 2, 4, 8, 16]
+    assert grid(shape(remote=True), "local", BASE, cpus=2)["parallelism"] == [1, 2, 4, 8, 16]

@@ -8,6 +8,7 @@ from pyiceberg.catalog.sql import SqlCatalog
 
 from icefloe import IcebergSource, InvalidOptionError, TableNotFoundError, tune
 from icefloe.tuning import parse_budget
+from tests.helpers.tables import make_table, rows
 from tests.tuning.support import (
     FILES,
     GOOD_BATCH,
@@ -98,3 +99,32 @@ def test_budgets(text: str | float, seconds: float) -> None:
 def test_bad_budgets(text: str) -> None:
     with pytest.raises(InvalidOptionError, match="budget"):
         parse_budget(text)
+
+
+def test_one_large_file_is_sampled_by_its_row_groups(catalog: SqlCatalog,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table of one file of 16 row groups, a sample of a quarter of it (no calibration
+    reads: they would size the sample to this fast machine's reads): every setting of the
+    sweep, at every splitSize, reads the same 4 middle row groups (oracle: PyArrow)."""
+    import pyarrow.parquet as pq
+
+    from icefloe.tuning import run
+
+    table = make_table(catalog, "db.big")
+    table.transaction().set_properties(**{"write.parquet.row-group-limit": "1000"}) \
+        .commit_transaction()
+    table.append(rows(16_000))
+    (task,) = table.scan().plan_files()
+    monkeypatch.setattr(run, "INITIAL_SAMPLE_BYTES", task.file.file_size_in_bytes // 4)
+    monkeypatch.setattr(run, "CALIBRATION_READS", 0)
+    result = tune("db.big", catalog=catalog, budget="20s",
+                  sweep={"splitSize": [1, 1 << 30], "parallelism": [1, 4]})
+    assert result.sample_groups == (4, 16) and result.sample_files == 1
+    with table.io.new_input(task.file.file_path).open(seekable=True) as stream:
+        assert pq.ParquetFile(stream).read_row_groups(range(6, 10)).num_rows == 4000
+    assert result.sample_rows == 4000
+    assert {t.rows for t in result.trials} == {4000}  # every setting, the same rows
+    assert {t.nbytes for t in result.trials} == {result.sample_bytes}
+    assert result.sample_bytes < task.file.file_size_in_bytes / 2
+    assert "4 of the 16 row groups of 1 of 1 files" in result.render()
+    assert result.to_json()["sample"]["row_groups"] == [4, 16]
