@@ -27,6 +27,11 @@ def test_ids_count_duplicates_but_not_replays_of_the_same_batch() -> None:
     ids.add([4])                # no key: every delivery counts
     r = ids.report()
     assert (r["rows"], r["distinct"], r["duplicates"], r["max_id"]) == (3 + 2 + 1 + 1, 5, 2, 4)
+    ids.add([1000, 7], key=9)  # ids out of order, past the ledger's end
+    assert ids.report() == {"rows": 9, "distinct": 7, "duplicates": 2, "min_id": 0,
+                            "max_id": 1000}
+    with pytest.raises(ValueError, match="id -1 is negative"):
+        ids.add([-1], key=10)
 
 
 def test_slope_fits_a_trend_and_a_flat_line() -> None:
