@@ -50,8 +50,8 @@ load and from how many snapshots a poll batches. ``--retain`` sets the expiry's 
 (a long one: a history that grows through the run); ``--spark-heap fixed`` (the default)
 starts Spark's driver JVM with its whole heap committed and touched, so its RSS cannot
 follow the heap's sizing; ``--spark-jvm recommended`` (the default) gives the driver what
-README.md's "Months-long Spark streams" recommends (:data:`SPARK_JVM_OPTIONS`),
-``plain`` the JVM's defaults; ``--spark-nmt`` runs it under Native
+README.md's "Months-long Spark streams" recommends (:data:`SPARK_JVM_OPTIONS`,
+:data:`SPARK_ENV`), ``plain`` the JVM's defaults; ``--spark-nmt`` runs it under Native
 Memory Tracking, its categories read at each window's end. Spark's windows record the RSS
 by process role, and the end what a ``malloc_trim`` of the driver JVM returns.
 
@@ -339,8 +339,15 @@ touched: its RSS then cannot grow with the heap's sizing, only with memory kept 
 SPARK_JVM_OPTIONS: dict[str, str] = {
     "recommended": "-XX:TrimNativeHeapInterval=60000", "plain": ""}
 """The driver JVM's options beyond the heap's, by ``--spark-jvm``: ``recommended`` (what
-README.md's "Months-long Spark streams" tells a user to set: every minute, hand back to
-the system what glibc kept of the JVM's frees) or ``plain`` (the JVM's defaults)."""
+README.md's "Months-long Spark streams" tells a user to set) or ``plain`` (none)."""
+
+SPARK_ENV: dict[str, dict[str, str]] = {"recommended": {"MALLOC_ARENA_MAX": "2"},
+                                        "plain": {}}
+"""The Spark child's environment additions (inherited by its driver JVM and Python
+workers), by ``--spark-jvm``."""
+
+SPARK_CONF: dict[str, dict[str, str]] = {"recommended": {}, "plain": {}}
+"""Spark settings beyond :func:`icefloe.spark.session`'s, by ``--spark-jvm``."""
 
 
 def spark_java_options(heap: str, jvm: str, extra: str = "", nmt: bool = False) -> str:
@@ -432,7 +439,8 @@ def child_spark(root: str, heap: str = "fixed", jvm: str = "recommended",
     """Structured Streaming into an idempotent sink (a Parquet file per micro-batch id).
 
     ``heap``: ``fixed`` (:data:`SPARK_FIXED_HEAP`) or ``grow`` (the JVM's default sizing).
-    ``jvm``: the driver's settings (:data:`SPARK_JVM_OPTIONS`).
+    ``jvm``: the driver's settings (:data:`SPARK_JVM_OPTIONS`, :data:`SPARK_CONF`; the
+    environment of :data:`SPARK_ENV` is set by the parent when it starts this child).
     ``java_options``: more driver JVM options (an experiment's). ``nmt``: the driver JVM
     under Native Memory Tracking; a ``report nmt`` request adds its summary (``nmt_mb``).
     """
@@ -445,8 +453,10 @@ def child_spark(root: str, heap: str = "fixed", jvm: str = "recommended",
     sink = Path(root) / "spark-sink"
     sink.mkdir(parents=True, exist_ok=True)
     options = {**catalog_options(root), "startingVersion": "earliest"}
+    config = dict(SPARK_CONF[jvm])
     java = spark_java_options(heap, jvm, java_options, nmt)
-    config = {"spark.driver.extraJavaOptions": java} if java else {}
+    if java:
+        config["spark.driver.extraJavaOptions"] = java
     spark = icefloe.spark.session("local[2]", app_name="icefloe-soak", config=config)
     spark.sparkContext.setLogLevel("ERROR")
     gateway: Any = spark.sparkContext._jvm
@@ -534,7 +544,8 @@ class Child:
         self.engine = engine
         self.poll_records: list[dict[str, Any]] = []  # every report's, in order
         spark = spark or SparkSetup()
-        env = {**os.environ, "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}
+        env = {**os.environ, "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",
+               **(SPARK_ENV[spark.jvm] if engine == "spark" else {})}
         self.log = open(root / f"{engine}.log", "w")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "benchmarks.bench_soak", "--child", engine, str(root),
@@ -824,7 +835,7 @@ def soak(minutes: float, engines: Sequence[str] = ENGINES, writer: str = "java",
                 "retain_s": retain_s, "spark_heap": spark.heap, "spark_jvm": spark.jvm,
                 "spark_java_options": spark_java_options(spark.heap, spark.jvm,
                                                          spark.java_options, spark.nmt),
-                "spark_trim_mb": trim,
+                "spark_env": SPARK_ENV[spark.jvm], "spark_trim_mb": trim,
                 "poll_records": {e: c.poll_records for e, c in polls_of.items()},
                 "replaces": final_status["replaces"], "expiries": final_status["expiries"],
                 "history": history, "writer": writer, "window_s": window_s,
@@ -895,7 +906,6 @@ def summarize(result: dict[str, Any]) -> str:
         f"{statistics.median(loads):.1f}); the streams ran at once, behind one writer. "
         f"The Spark driver's heap: {result.get('spark_heap', 'grow')}; its JVM: "
         f"{result.get('spark_jvm', 'plain')} (options `{result.get('spark_java_options', '')}`"
-        # the environment of session 12's runs that set one (MALLOC_ARENA_MAX)
         + "".join(f", `{k}={v}`" for k, v in result.get("spark_env", {}).items()) + ").",
     ]
     for e in result["engines"]:
