@@ -49,19 +49,26 @@ history (``soak-polls.png``), which separates a cost that grows with the history
 load and from how many snapshots a poll batches. ``--retain`` sets the expiry's retention
 (a long one: a history that grows through the run); ``--spark-heap fixed`` (the default)
 starts Spark's driver JVM with its whole heap committed and touched, so its RSS cannot
-follow the heap's sizing.
+follow the heap's sizing; ``--spark-jvm recommended`` (the default) gives the driver what
+README.md's "Months-long Spark streams" recommends (:data:`SPARK_JVM_OPTIONS`,
+:data:`SPARK_ENV`), ``plain`` the JVM's defaults; ``--spark-nmt`` runs it under Native
+Memory Tracking, its categories read at each window's end. Spark's windows record the RSS
+by process role, and the end what a ``malloc_trim`` of the driver JVM returns.
 
 At the end: every row exactly once: each stream's ids (the Spark sink's files) against the
 writer's report (ids ``0 .. rows-1``), and PyIceberg's scan of the head. Targets (issue 26):
 CPU per new snapshot in the last window within 1.5x of the first, RSS growth under 50 MB
 (the last window against the first), lag without an upward trend (a least-squares slope of
-the largest lag per window over time), every row exactly once.
+the largest lag per window over time), every row exactly once. The RSS verdict also
+prints the growth over the run's second half: a JVM's JIT warm-up (the Spark driver's code
+cache and metaspace, about 36 MB in its first 10 minutes) falls in the first.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import importlib
 import json
 import os
@@ -121,45 +128,69 @@ class Ids:
     """The ids a stream received: rows, distinct, duplicates (an id seen twice), range.
 
     Thread-safe (Spark's ``foreachBatch`` and a reporting thread). ``key`` groups a delivery
-    (a Spark micro-batch id): an id delivered again under the same key is a replay of the
-    same batch into an idempotent sink, not a duplicate.
+    (a Spark micro-batch id, a non-negative integer): an id delivered again under the same
+    key is a replay of the same batch into an idempotent sink, not a duplicate. Ids are
+    the writer's, ``0 .. rows-1``: each id's first key is kept in an array indexed by the
+    id (8 bytes an id), so the ledger adds little to the RSS the soak measures in the same
+    process (a dict of them held 7.2 MB at the 83,000 ids of a 30-minute soak).
     """
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.owner: dict[int, Any] = {}
-        self.rows_by_key: dict[Any, int] = {}
-        self.duplicates = 0
-        self.anonymous = 0
+        from array import array
 
-    def add(self, ids: Sequence[int], key: Any = None) -> None:
+        self.lock = threading.Lock()
+        self.owner = array("q")  # id -> the key of its first delivery; -1: not seen
+        self.distinct = 0
+        self.rows_by_key: dict[int, int] = {}
+        self.duplicates = 0
+        self.anonymous = self.anonymous_rows = 0
+        self.min_id: int | None = None
+        self.max_id: int | None = None
+
+    def add(self, ids: Sequence[int], key: int | None = None) -> None:
+        """Record one delivery; ids must be non-negative (ValueError otherwise)."""
         with self.lock:
-            if key is None:
+            if key is None:  # a delivery of its own: never replayed, only counted
                 key = self.anonymous = self.anonymous + 1
-            self.rows_by_key[key] = len(ids)
+                self.anonymous_rows += len(ids)
+            else:
+                self.rows_by_key[key] = len(ids)
+            owner = self.owner
             for value in ids:
-                prev = self.owner.setdefault(value, key)
-                if prev != key:
+                if value < 0:
+                    raise ValueError(f"id {value} is negative; the writer's ids start at 0")
+                if value >= len(owner):
+                    owner.extend([-1] * max(value + 1 - len(owner), len(owner)))
+                prev = owner[value]
+                if prev == -1:
+                    owner[value] = key
+                    self.distinct += 1
+                    self.min_id = value if self.min_id is None else min(self.min_id, value)
+                    self.max_id = value if self.max_id is None else max(self.max_id, value)
+                elif prev != key:
                     self.duplicates += 1
 
     def report(self) -> dict[str, Any]:
         with self.lock:
-            return {"rows": sum(self.rows_by_key.values()), "distinct": len(self.owner),
-                    "duplicates": self.duplicates,
-                    "min_id": min(self.owner) if self.owner else None,
-                    "max_id": max(self.owner) if self.owner else None}
+            return {"rows": sum(self.rows_by_key.values()) + self.anonymous_rows,
+                    "distinct": self.distinct,
+                    "duplicates": self.duplicates, "min_id": self.min_id,
+                    "max_id": self.max_id}
 
 
 def _dir_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
 
 
-def _serve(report: Callable[[], dict[str, Any]]) -> None:
-    """Answer every stdin line with ``report()`` (one JSON line) until ``stop``."""
+def _serve(report: Callable[[str], dict[str, Any]]) -> None:
+    """Answer every stdin line with ``report(line)`` (one JSON line) until ``stop``: the
+    line is ``report``, or ``report nmt`` at a window's end (the costlier figures: Spark's
+    RSS by process role and its driver JVM's native memory)."""
     for line in sys.stdin:
-        if line.strip() == "stop":
+        request = line.strip()
+        if request == "stop":
             return
-        print(json.dumps(report()), flush=True)
+        print(json.dumps(report(request)), flush=True)
 
 
 def _base_report(ids: Ids, ckpt: Path) -> dict[str, Any]:
@@ -284,7 +315,7 @@ def child_icefloe_stream(engine: str, root: str) -> None:
             ids.add(item.batch.column("id").to_pylist())
             item.ack()
 
-    def report() -> dict[str, Any]:
+    def report(request: str = "report") -> dict[str, Any]:
         m = stream.metrics()
         procs = tree_processes(os.getpid())
         extra: dict[str, Any] = {"procs": _by_process(procs)}
@@ -301,15 +332,117 @@ def child_icefloe_stream(engine: str, root: str) -> None:
         _serve(report)
 
 
-SPARK_FIXED_HEAP = {"spark.driver.extraJavaOptions": "-Xms1g -XX:+AlwaysPreTouch"}
+SPARK_FIXED_HEAP = "-Xms1g -XX:+AlwaysPreTouch"
 """The driver JVM's heap at its full size (the session's 1 GiB) from the start, every page
 touched: its RSS then cannot grow with the heap's sizing, only with memory kept elsewhere."""
 
+SPARK_JVM_OPTIONS: dict[str, str] = {
+    "recommended": "-XX:TrimNativeHeapInterval=60000", "plain": ""}
+"""The driver JVM's options beyond the heap's, by ``--spark-jvm``: ``recommended`` (what
+README.md's "Months-long Spark streams" tells a user to set) or ``plain`` (none)."""
 
-def child_spark(root: str, heap: str = "fixed") -> None:
+SPARK_ENV: dict[str, dict[str, str]] = {"recommended": {"MALLOC_ARENA_MAX": "2"},
+                                        "plain": {}}
+"""The Spark child's environment additions (inherited by its driver JVM and Python
+workers), by ``--spark-jvm``."""
+
+SPARK_CONF: dict[str, dict[str, str]] = {"recommended": {}, "plain": {}}
+"""Spark settings beyond :func:`icefloe.spark.session`'s, by ``--spark-jvm``."""
+
+
+def spark_java_options(heap: str, jvm: str, extra: str = "", nmt: bool = False) -> str:
+    """The driver JVM's ``extraJavaOptions``: the heap's (``fixed``: :data:`SPARK_FIXED_HEAP`),
+    ``jvm``'s (:data:`SPARK_JVM_OPTIONS`), ``extra`` and, with ``nmt``, Native Memory
+    Tracking (summary level, read by ``jcmd <pid> VM.native_memory summary``)."""
+    parts = [SPARK_FIXED_HEAP if heap == "fixed" else "", SPARK_JVM_OPTIONS[jvm], extra,
+             "-XX:NativeMemoryTracking=summary" if nmt else ""]
+    return " ".join(p for p in parts if p)
+
+
+def nmt_summary(pid: int) -> dict[str, float]:
+    """The committed MiB per Native Memory Tracking category of JVM ``pid`` (``jcmd``; the
+    JVM started with ``-XX:NativeMemoryTracking``): ``{"Total": ..., "Java Heap": ...,
+    "Class": ..., "Thread": ..., "Code": ..., "GC": ..., "Compiler": ..., "Internal": ...,
+    "Other": ..., "Symbol": ..., "Native Memory Tracking": ..., "Arena Chunk": ...,
+    "Metaspace": ...}`` plus the counts ``classes`` and ``threads``; empty when jcmd
+    fails."""
+    import re
+
+    try:
+        out = subprocess.run(["jcmd", str(pid), "VM.native_memory", "summary", "scale=KB"],
+                             capture_output=True, text=True, timeout=60, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    found = re.findall(r"^(?:Total:|-\s*([A-Z][A-Za-z ]+?) \()\s*reserved=\d+KB, "
+                       r"committed=(\d+)KB", out, flags=re.MULTILINE)
+    out_mb = {name.strip() or "Total": int(kb) / 1024 for name, kb in found}
+    for key, pattern in (("classes", r"\(classes #(\d+)\)"), ("threads", r"\(thread #(\d+)\)")):
+        match = re.search(pattern, out)
+        if match:  # counts, not MiB
+            out_mb[key] = float(match.group(1))
+    return out_mb
+
+
+def _rss_mb(pid: int) -> float:
+    """Process ``pid``'s resident set (MiB, /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def trim_native_heap(pid: int) -> tuple[float, float]:
+    """JVM ``pid``'s RSS (MiB) before and after ``jcmd <pid> System.trim_native_heap``
+    (glibc's ``malloc_trim``: the memory the JVM freed that glibc kept, handed back to the
+    system); the same figure twice when jcmd fails."""
+    before = _rss_mb(pid)
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        subprocess.run(["jcmd", str(pid), "System.trim_native_heap"], capture_output=True,
+                       timeout=60, check=True)
+    return before, _rss_mb(pid)
+
+
+def _proc_roles(me: int) -> dict[str, float]:
+    """RSS (MiB) of this process's tree by role: ``driver python`` (this process),
+    ``driver jvm``, and each other process by its ``-m`` module (``worker of M``: forked by
+    a daemon running ``M``), pid appended where a role has several."""
+    procs = tree_processes(me)
+    modules: dict[int, str] = {}
+    parents: dict[int, int] = {}
+    for pid, name, _, _ in procs:
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            parents[pid] = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1]
+                               .split()[1])
+        except (OSError, ValueError):
+            continue
+        args = [a.decode(errors="replace") for a in argv]
+        modules[pid] = args[args.index("-m") + 1] if "-m" in args[:-1] else name
+    out: dict[str, float] = {}
+    for pid, name, _, rss in procs:
+        if pid == me:
+            role = "driver python"
+        elif name == "java":
+            role = "driver jvm"
+        else:
+            module = modules.get(pid, name)
+            parent = parents.get(pid)
+            role = module if parent is None or modules.get(parent) != module \
+                else f"worker of {module}"
+        key = role if role not in out else f"{role} {pid}"
+        out[key] = rss
+    return out
+
+
+def child_spark(root: str, heap: str = "fixed", jvm: str = "recommended",
+                java_options: str = "", nmt: bool = False) -> None:
     """Structured Streaming into an idempotent sink (a Parquet file per micro-batch id).
 
     ``heap``: ``fixed`` (:data:`SPARK_FIXED_HEAP`) or ``grow`` (the JVM's default sizing).
+    ``jvm``: the driver's settings (:data:`SPARK_JVM_OPTIONS`, :data:`SPARK_CONF`; the
+    environment of :data:`SPARK_ENV` is set by the parent when it starts this child).
+    ``java_options``: more driver JVM options (an experiment's). ``nmt``: the driver JVM
+    under Native Memory Tracking; a ``report nmt`` request adds its summary (``nmt_mb``).
     """
     import pyarrow.parquet as pq
 
@@ -320,9 +453,14 @@ def child_spark(root: str, heap: str = "fixed") -> None:
     sink = Path(root) / "spark-sink"
     sink.mkdir(parents=True, exist_ok=True)
     options = {**catalog_options(root), "startingVersion": "earliest"}
-    spark = icefloe.spark.session("local[2]", app_name="icefloe-soak",
-                                  config=SPARK_FIXED_HEAP if heap == "fixed" else None)
+    config = dict(SPARK_CONF[jvm])
+    java = spark_java_options(heap, jvm, java_options, nmt)
+    if java:
+        config["spark.driver.extraJavaOptions"] = java
+    spark = icefloe.spark.session("local[2]", app_name="icefloe-soak", config=config)
     spark.sparkContext.setLogLevel("ERROR")
+    gateway: Any = spark.sparkContext._jvm
+    jvm_pid = int(gateway.java.lang.ProcessHandle.current().pid())
 
     def write(df: Any, batch_id: int) -> None:
         table = df.select("id").toArrow()
@@ -336,7 +474,7 @@ def child_spark(root: str, heap: str = "fixed") -> None:
              .trigger(processingTime=f"{SPARK_TRIGGER_S:g} seconds").start())
     started = time.monotonic()
 
-    def report() -> dict[str, Any]:
+    def report(request: str = "report") -> dict[str, Any]:
         if query.exception() is not None:
             raise RuntimeError(f"the Spark query failed: {query.exception()}")
         lag = icefloe.spark.progress_lag(query.lastProgress, TABLE, options) \
@@ -350,7 +488,14 @@ def child_spark(root: str, heap: str = "fixed") -> None:
                    for pool in jvm.java.lang.management.ManagementFactory
                    .getMemoryPoolMXBeans()
                    if str(pool.getType()) == "Heap memory" and pool.getCollectionUsage())
-        return {**_base_report(ids, ckpt), "polls": triggers,
+        extra: dict[str, Any] = {}
+        if request == "report nmt":  # at a window's end: the costlier figures
+            extra["roles"] = _proc_roles(os.getpid())
+            if nmt:
+                extra["nmt_mb"] = nmt_summary(jvm_pid)
+        elif request == "report trim":  # at the end: what glibc kept of the JVM's frees
+            extra["trim_mb"] = trim_native_heap(jvm_pid)
+        return {**_base_report(ids, ckpt), "polls": triggers, **extra,
                 "procs": _by_process(tree_processes(os.getpid())),
                 "jvm_live_heap_mb": live / 2**20,
                 "lag_records": lag.records if lag else 0,
@@ -380,22 +525,38 @@ def _close(proc: subprocess.Popen[str], log: Any) -> None:
             f.close()
 
 
+@dataclasses.dataclass(frozen=True)
+class SparkSetup:
+    """How the soak's Spark child runs its driver (see :func:`child_spark`): ``heap``
+    (``fixed`` or ``grow``), ``jvm`` (``recommended`` or ``plain``), more JVM options
+    (``java_options``), Native Memory Tracking (``nmt``)."""
+
+    heap: str = "fixed"
+    jvm: str = "recommended"
+    java_options: str = ""
+    nmt: bool = False
+
+
 class Child:
     """A stream child process answering ``report`` lines (``--child ENGINE ROOT``)."""
 
-    def __init__(self, engine: str, root: Path, spark_heap: str = "fixed") -> None:
+    def __init__(self, engine: str, root: Path, spark: SparkSetup | None = None) -> None:
         self.engine = engine
         self.poll_records: list[dict[str, Any]] = []  # every report's, in order
-        env = {**os.environ, "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}
+        spark = spark or SparkSetup()
+        env = {**os.environ, "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",
+               **(SPARK_ENV[spark.jvm] if engine == "spark" else {})}
         self.log = open(root / f"{engine}.log", "w")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "benchmarks.bench_soak", "--child", engine, str(root),
-             "--spark-heap", spark_heap],
+             "--spark-heap", spark.heap, "--spark-jvm", spark.jvm,
+             f"--spark-java-options={spark.java_options}",
+             *(["--spark-nmt"] if spark.nmt else [])],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True,
             cwd=ROOT.parent, env=env)
 
-    def report(self) -> dict[str, Any]:
-        report = _ask(self.proc, "report", f"the {self.engine} stream", self.log.name)
+    def report(self, request: str = "report") -> dict[str, Any]:
+        report = _ask(self.proc, request, f"the {self.engine} stream", self.log.name)
         self.poll_records.extend(report.pop("poll_records", []))
         return report
 
@@ -563,13 +724,13 @@ def _wait_caught_up(children: dict[str, Child], rows: int, timeout_s: float
 def soak(minutes: float, engines: Sequence[str] = ENGINES, writer: str = "java",
          rate: float = RATE, history: int = HISTORY, window_s: float = WINDOW_S,
          idle_s: float = IDLE_S, progress: Callable[[str], None] | None = None,
-         retain_s: float = RETAIN_S, spark_heap: str = "fixed") -> dict[str, Any]:
+         retain_s: float = RETAIN_S, spark: SparkSetup | None = None) -> dict[str, Any]:
     """Run the soak; the per-window figures of every engine and the exactly-once checks.
 
     ``minutes`` counts the windows' writing time (windows of ``window_s`` seconds, at least
     one). ``retain_s``: the expiry's retention (a long one lets the history grow through
-    the run). ``spark_heap``: see :func:`child_spark`. Raises RuntimeError when the writer
-    or a stream fails or a stream does not catch up within ``CATCH_UP_S``.
+    the run). ``spark``: how the Spark child runs (:class:`SparkSetup`). Raises RuntimeError
+    when the writer or a stream fails or a stream does not catch up within ``CATCH_UP_S``.
     """
     say = progress or (lambda s: None)
     root = Path(tempfile.mkdtemp(prefix="icefloe-soak-"))
@@ -582,7 +743,8 @@ def soak(minutes: float, engines: Sequence[str] = ENGINES, writer: str = "java",
             PyIcebergWriter(root, rate, history, retain_s)
         status = w.command("pause")  # answered once the history is committed
         say(f"history: {status['commits']} appends in {time.monotonic() - t0:.0f} s")
-        children = {e: Child(e, root, spark_heap) for e in engines}
+        spark = spark or SparkSetup()
+        children = {e: Child(e, root, spark) for e in engines}
         _wait_caught_up(children, status["rows"], CATCH_UP_S)
         say("the streams caught up with the history")
         windows: list[dict[str, Any]] = []
@@ -604,7 +766,7 @@ def soak(minutes: float, engines: Sequence[str] = ENGINES, writer: str = "java",
             idle0 = {e: c.report() for e, c in children.items()}
             i0 = time.monotonic()
             time.sleep(idle_s)
-            idle1 = {e: c.report() for e, c in children.items()}
+            idle1 = {e: c.report("report nmt") for e, c in children.items()}
             i1 = time.monotonic()
             window: dict[str, Any] = {
                 "t_min": (i1 - start) / 60, "commits": commits, "write_s": write_s,
@@ -634,8 +796,10 @@ def soak(minutes: float, engines: Sequence[str] = ENGINES, writer: str = "java",
                         usage[0] - before[e]["procs"].get(name, [0.0])[0])
                         / max(1, commits) * 1000}
                     for name, usage in idle1[e]["procs"].items()}
-                if "jvm_live_heap_mb" in idle1[e]:  # Spark: the driver JVM's live heap
-                    window["engines"][e]["jvm_live_heap_mb"] = idle1[e]["jvm_live_heap_mb"]
+                for key in ("jvm_live_heap_mb", "roles", "nmt_mb"):  # Spark's: the driver
+                    # JVM's live heap, RSS by process role, the JVM's native memory
+                    if key in idle1[e]:
+                        window["engines"][e][key] = idle1[e][key]
                 if "cpu_total" in idle1[e]:  # Ray: the whole tree's idle CPU, daemons included
                     window["engines"][e]["tree_idle_cpu_per_s_ms"] = \
                         (idle1[e]["cpu_total"] - idle0[e]["cpu_total"]) / (i1 - i0) * 1000
@@ -645,6 +809,8 @@ def soak(minutes: float, engines: Sequence[str] = ENGINES, writer: str = "java",
         w = None
         written = final_status["rows"]
         final = {e: r for e, (_, r) in _wait_caught_up(children, written, CATCH_UP_S).items()}
+        trim = children["spark"].report("report trim")["trim_mb"] if "spark" in children \
+            else None
         polls_of = dict(children)
         for c in children.values():
             c.stop()
@@ -666,7 +832,10 @@ def soak(minutes: float, engines: Sequence[str] = ENGINES, writer: str = "java",
             checks["spark"]["sink_same"] = sorted(got) == list(range(written))
             checks["spark"]["exactly_once"] &= checks["spark"]["sink_same"]
         return {"windows": windows, "written": written, "commits": final_status["commits"],
-                "retain_s": retain_s, "spark_heap": spark_heap,
+                "retain_s": retain_s, "spark_heap": spark.heap, "spark_jvm": spark.jvm,
+                "spark_java_options": spark_java_options(spark.heap, spark.jvm,
+                                                         spark.java_options, spark.nmt),
+                "spark_env": SPARK_ENV[spark.jvm], "spark_trim_mb": trim,
                 "poll_records": {e: c.poll_records for e, c in polls_of.items()},
                 "replaces": final_status["replaces"], "expiries": final_status["expiries"],
                 "history": history, "writer": writer, "window_s": window_s,
@@ -702,13 +871,14 @@ def verdicts(result: dict[str, Any], engine: str) -> dict[str, Any]:
     t = [x["t_min"] for x in result["windows"]]
     first, last = w[0]["cpu_per_snapshot_ms"], w[-1]["cpu_per_snapshot_ms"]
     rss = w[-1]["rss_mb"] - w[0]["rss_mb"]
+    late = w[-1]["rss_mb"] - w[len(w) // 2]["rss_mb"]  # after a warm-up, what still grows
     lag = [x["lag_seconds_max"] for x in w]
     lag_slope = slope(t, lag)  # seconds of lag per minute of soak
     # no upward trend: the fitted rise over the run is under one sampling interval (or 1 s)
     rise = lag_slope * (t[-1] - t[0]) if len(t) > 1 else 0.0
     check = result["checks"][engine]
     return {"cpu": (last <= 1.5 * first, f"{first:.1f} -> {last:.1f} ms"),
-            "rss": (rss < 50, f"{rss:+.0f} MB"),
+            "rss": (rss < 50, f"{rss:+.0f} MB; second half {late:+.0f} MB"),
             "lag": (rise < max(1.0, SAMPLE_S),
                     f"slope {lag_slope:+.3f} s/min (fitted rise {rise:+.1f} s over the run)"),
             "once": (check["exactly_once"] and result["oracle_same"],
@@ -734,7 +904,9 @@ def summarize(result: dict[str, Any]) -> str:
         f"snapshots in the metadata. The machine was shared (2 cores): 1-minute load average "
         f"{min(loads):.1f}-{max(loads):.1f} over the windows (median "
         f"{statistics.median(loads):.1f}); the streams ran at once, behind one writer. "
-        f"The Spark driver's heap: {result.get('spark_heap', 'grow')}.",
+        f"The Spark driver's heap: {result.get('spark_heap', 'grow')}; its JVM: "
+        f"{result.get('spark_jvm', 'plain')} (options `{result.get('spark_java_options', '')}`"
+        + "".join(f", `{k}={v}`" for k, v in result.get("spark_env", {}).items()) + ").",
     ]
     for e in result["engines"]:
         rows = []
@@ -771,10 +943,38 @@ def summarize(result: dict[str, Any]) -> str:
                 for n in names if last["procs"][n]["rss_mb"] >= 1)
                 + (f"; the driver JVM's live heap {first['jvm_live_heap_mb']:.0f} -> "
                    f"{last['jvm_live_heap_mb']:.0f} MB" if "jvm_live_heap_mb" in last else ""))
+        lines += _memory_tables(windows, e)
+        if e == "spark" and result.get("spark_trim_mb"):
+            before, after = result["spark_trim_mb"]
+            lines += ["", f"At the end, `jcmd <pid> System.trim_native_heap` (glibc's "
+                      f"`malloc_trim`) took the driver JVM's RSS from {before:.0f} to "
+                      f"{after:.0f} MB: {before - after:.0f} MB freed by the JVM and kept "
+                      "by glibc."]
     lines += ["", f"Oracle: the writer reported ids 0-{result['written'] - 1}; PyIceberg's scan "
               f"of the head: {result['oracle_rows']} rows, the same ids: "
               f"{result['oracle_same']}."]
     return "\n".join(lines)
+
+
+def _memory_tables(windows: Sequence[dict[str, Any]], engine: str) -> list[str]:
+    """Spark's RSS by process role and its driver JVM's Native Memory Tracking categories
+    (committed MB) at the first, middle and last windows, with the growth first -> last;
+    no lines when the windows do not have them."""
+    picks = [windows[0], windows[len(windows) // 2], windows[-1]]
+    head = ["", *(f"minute {x['t_min']:.1f}" for x in picks), "growth"]
+    out: list[str] = []
+    for key, title, floor in (("roles", "RSS by process role (MB)", 1.0),
+                              ("nmt_mb", "the driver JVM's native memory by Native Memory "
+                               "Tracking's categories, committed (MB; `classes` and "
+                               "`threads`: counts)", 0.5)):
+        per = [x["engines"][engine].get(key) for x in picks]
+        if not all(per):
+            continue
+        names = [n for n in per[-1] if n in per[0] and max(per[0][n], per[-1][n]) >= floor]
+        rows = [[n, *(f"{m.get(n, 0):.1f}" for m in per), f"{per[-1][n] - per[0][n]:+.1f}"]
+                for n in sorted(names, key=lambda n: -abs(per[-1][n] - per[0][n]))]
+        out += ["", f"{title}:", "", md_table(head, rows)]
+    return out
 
 
 def ols(rows: Sequence[dict[str, float]], y: str, xs: Sequence[str]
@@ -974,6 +1174,14 @@ def main() -> None:
     ap.add_argument("--spark-heap", choices=("fixed", "grow"), default="fixed",
                     help="the Spark driver JVM's heap: fixed at its size and pre-touched, "
                     "or the JVM's default sizing")
+    ap.add_argument("--spark-jvm", choices=tuple(SPARK_JVM_OPTIONS), default="recommended",
+                    help="the Spark driver's native-memory settings: README.md's "
+                    "recommendation for months-long streams, or none (the plain JVM)")
+    ap.add_argument("--spark-java-options", default="",
+                    help="more options for the Spark driver JVM (an experiment's)")
+    ap.add_argument("--spark-nmt", action="store_true",
+                    help="the Spark driver JVM under Native Memory Tracking: its categories "
+                    "per window (jcmd)")
     ap.add_argument("--polls-plot",
                     default=str(Path(__file__).resolve().parent / "soak-polls.png"))
     ap.add_argument("--plot", default=str(Path(__file__).resolve().parent / "soak.png"))
@@ -984,7 +1192,7 @@ def main() -> None:
     if a.child:
         engine, root = a.child
         if engine == "spark":
-            child_spark(root, a.spark_heap)
+            child_spark(root, a.spark_heap, a.spark_jvm, a.spark_java_options, a.spark_nmt)
         else:
             child_icefloe_stream(engine, root)
         return
@@ -997,7 +1205,9 @@ def main() -> None:
     else:
         result = soak(a.minutes, engines, a.writer, a.rate, a.history, a.window,
                       progress=lambda s: print(s, file=sys.stderr, flush=True),
-                      retain_s=a.retain, spark_heap=a.spark_heap)
+                      retain_s=a.retain,
+                      spark=SparkSetup(a.spark_heap, a.spark_jvm, a.spark_java_options,
+                                       a.spark_nmt))
     if a.json:
         Path(a.json).write_text(json.dumps(result, indent=1))
     print(summarize(result))

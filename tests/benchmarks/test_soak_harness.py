@@ -27,6 +27,11 @@ def test_ids_count_duplicates_but_not_replays_of_the_same_batch() -> None:
     ids.add([4])                # no key: every delivery counts
     r = ids.report()
     assert (r["rows"], r["distinct"], r["duplicates"], r["max_id"]) == (3 + 2 + 1 + 1, 5, 2, 4)
+    ids.add([1000, 7], key=9)  # ids out of order, past the ledger's end
+    assert ids.report() == {"rows": 9, "distinct": 7, "duplicates": 2, "min_id": 0,
+                            "max_id": 1000}
+    with pytest.raises(ValueError, match="id -1 is negative"):
+        ids.add([-1], key=10)
 
 
 def test_slope_fits_a_trend_and_a_flat_line() -> None:
@@ -109,3 +114,47 @@ def test_the_java_writer_commits_what_pyiceberg_reads() -> None:
                              history=20, window_s=3, idle_s=0.5)
     assert result["commits"] > 20 and result["oracle_same"]
     assert result["checks"]["local"]["exactly_once"]
+
+
+def test_a_jvms_native_memory_and_trim_are_read_from_jcmd(tmp_path: Path) -> None:
+    """A real JVM under Native Memory Tracking: its categories (the committed heap at its
+    -Xms), counts, and the RSS before and after glibc's trim, as the Spark child reads
+    its driver JVM's."""
+    import shutil
+    import subprocess
+
+    if shutil.which("java") is None or shutil.which("jcmd") is None:
+        pytest.skip("no JDK (java, jcmd) on PATH")
+    source = tmp_path / "Idle.java"
+    source.write_text("public class Idle { public static void main(String[] a) throws "
+                      "Exception { System.out.println(\"up\"); Thread.sleep(120_000); } }")
+    proc = subprocess.Popen(["java", "-Xms64m", "-Xmx64m", "-XX:NativeMemoryTracking=summary",
+                             str(source)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "up"
+        nmt = bench_soak.nmt_summary(proc.pid)
+        assert nmt["Java Heap"] == pytest.approx(64.0)
+        assert nmt["Total"] > nmt["Java Heap"] + nmt["Code"] + nmt["Metaspace"] > 64
+        assert nmt["classes"] > 100 and nmt["threads"] > 2
+        before, after = bench_soak.trim_native_heap(proc.pid)
+        assert 0 < after <= before + 1  # a trim frees or keeps; it does not grow the JVM
+    finally:
+        proc.kill()
+        proc.communicate()
+    assert bench_soak.nmt_summary(proc.pid) == {}  # no JVM there: empty, not an error
+
+
+def test_the_memory_tables_show_growth_first_to_last() -> None:
+    def window(t: float, jvm: float, code: float) -> dict[str, object]:
+        return {"t_min": t, "engines": {"spark": {
+            "roles": {"driver jvm": jvm, "driver python": 200.0, "tiny": 0.2},
+            "nmt_mb": {"Total": 1400.0 + code, "Code": code, "classes": 19_000.0}}}}
+
+    lines = bench_soak._memory_tables(
+        [window(1.0, 1390.0, 40.0), window(2.0, 1400.0, 50.0), window(3.0, 1420.0, 55.0)],
+        "spark")
+    text = "\n".join(lines)
+    assert "| driver jvm | 1390.0 | 1400.0 | 1420.0 | +30.0 |" in text
+    assert "| Code | 40.0 | 50.0 | 55.0 | +15.0 |" in text
+    assert "tiny" not in text  # under a megabyte throughout
+    assert bench_soak._memory_tables([{"t_min": 1.0, "engines": {"spark": {}}}], "spark") == []
