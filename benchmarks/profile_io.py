@@ -2,6 +2,7 @@
 many are in flight, seen by the latency proxy (issue 30). Not a benchmark (no
 ``run(scale)``): a tool for the before/after profiles in RESULTS.md ("Defaults matrix").
 
+    uv run python -m benchmarks.profile_io --bounds FILE.jsonl  # the table of a --json file
     uv run python -m benchmarks.profile_io [--files 5] [--rows 1000000] [--row-groups 1]
         [--delay 0.010] [--reps 3] [--reads 1] [--readers icefloe,pyarrow,pyiceberg,
         icefloe-before --before DIR]
@@ -342,9 +343,62 @@ def main() -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def bounds(path: str) -> None:
+    """The table of RESULTS.md's "the ceilings on S3" from a ``--json`` file: per cell and
+    link, each reader's median seconds and CPU seconds (its own, the proxy's, SeaweedFS's)
+    per read over all its reads (the matrix's medians are of a fresh process's 3 reads),
+    planning's median, and icefloe's lower bound on this machine:
+
+    ``bound = 2 round trips (manifest list, then manifest: 4 x delay) + max(1 round trip,
+    (decode + server) / 2)``
+
+    assuming (1) the data files are known only after the manifest, read only after the
+    manifest list (a GET each, no HEAD needed: 2 round trips in series before any data
+    request), (2) no read gets more than the machine's 2 cores, (3) a reader's CPU is at
+    least Arrow's decode of the files from memory (``decode``: no I/O, no Iceberg), and
+    (4) the proxy's and SeaweedFS's CPU per read is at least the least any reader made
+    them spend (``server``: the smallest median of proxy + weed over the readers). Needs:
+    PyArrow's median (1.0x) and PyIceberg's / 1.5. Prints Markdown rows."""
+    rows: dict[tuple[str, float], dict[str, list[dict[str, float]]]] = {}
+    loads: dict[tuple[str, float], list[float]] = {}
+    for line in Path(path).read_text().splitlines():
+        e = json.loads(line)
+        key = (e["cell"], e["delay"])
+        rows.setdefault(key, {}).setdefault(e["reader"], []).extend(e["reads"])
+        loads.setdefault(key, []).append(e["load"])
+    decode = {cell: rs["decode"] for (cell, _), rs in rows.items() if "decode" in rs}
+    print("| cell (S3) | icefloe / PyArrow / PyIceberg s | CPU s per read: reader "
+          "(icefloe / PyArrow / PyIceberg) | proxy + weed (icefloe / PyArrow / PyIceberg) "
+          "| decode CPU | planning s | bound s (as built: planning measured) | PyArrow "
+          "needs | 1.5x PyIceberg needs | load |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for (cell, delay), rs in sorted(rows.items()):
+        if "icefloe" not in rs:
+            continue
+        med = {r: {k: _median([x[k] for x in xs]) for k in xs[0]} for r, xs in rs.items()}
+        server = {r: _median([x["proxy_cpu"] + x["weed_cpu"] for x in rs[r]])
+                  for r in ("icefloe", "pyarrow", "pyiceberg")}
+        floor = _median([x["cpu"] for x in decode[cell]])
+        data = max(2 * delay, (floor + min(server.values())) / 2)
+        bound, built = 4 * delay + data, med["icefloe-plan"]["s"] + data
+        size, groups = cell.split(":")
+        print(f"| {size} MB x {groups}, {delay * 1000:.0f} ms | "
+              + " / ".join(f"{med[r]['s']:.3f}" for r in ("icefloe", "pyarrow", "pyiceberg"))
+              + " | " + " / ".join(f"{med[r]['cpu']:.2f}" for r in
+                                   ("icefloe", "pyarrow", "pyiceberg"))
+              + " | " + " / ".join(f"{med[r]['proxy_cpu']:.2f} + {med[r]['weed_cpu']:.2f}"
+                                   for r in ("icefloe", "pyarrow", "pyiceberg"))
+              + f" | {floor:.2f} | {med['icefloe-plan']['s']:.3f} | {bound:.3f} "
+              f"({built:.3f}) | <= {med['pyarrow']['s']:.3f} | "
+              f"<= {med['pyiceberg']['s'] / 1.5:.3f} | "
+              f"{min(loads[cell, delay]):.1f}-{max(loads[cell, delay]):.1f} |")
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--proxy"]:
         _proxy_child(int(sys.argv[2]), float(sys.argv[3]))
+    elif sys.argv[1:2] == ["--bounds"]:
+        bounds(sys.argv[2])
     elif sys.argv[1:2] == ["--child"]:
         _reader_child(*sys.argv[2:7])
     else:
