@@ -370,8 +370,8 @@ def bounds(path: str) -> None:
     print("| cell (S3) | icefloe / PyArrow / PyIceberg s | CPU s per read: reader "
           "(icefloe / PyArrow / PyIceberg) | proxy + weed (icefloe / PyArrow / PyIceberg) "
           "| decode CPU | planning s | bound s (as built: planning measured) | PyArrow "
-          "needs | 1.5x PyIceberg needs | load |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "needs | 1.5x PyIceberg needs | verdict (this run) | load |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for (cell, delay), rs in sorted(rows.items()):
         if "icefloe" not in rs:
             continue
@@ -382,6 +382,14 @@ def bounds(path: str) -> None:
         data = max(2 * delay, (floor + min(server.values())) / 2)
         bound, built = 4 * delay + data, med["icefloe-plan"]["s"] + data
         size, groups = cell.split(":")
+        needs = {"PyArrow": med["pyarrow"]["s"], "PyIceberg": med["pyiceberg"]["s"] / 1.5}
+        ours = med["icefloe"]["s"]
+        verdicts = [f"{peer}: " + ("met" if ours <= need else
+                                   f"ceiling (bound {bound / need:.2f}x the need)"
+                                   if bound > need else
+                                   f"missed by {ours - need:.3f} s, bound "
+                                   f"{need - bound:.3f} s under the need")
+                    for peer, need in needs.items()]
         print(f"| {size} MB x {groups}, {delay * 1000:.0f} ms | "
               + " / ".join(f"{med[r]['s']:.3f}" for r in ("icefloe", "pyarrow", "pyiceberg"))
               + " | " + " / ".join(f"{med[r]['cpu']:.2f}" for r in
@@ -390,7 +398,7 @@ def bounds(path: str) -> None:
                                    for r in ("icefloe", "pyarrow", "pyiceberg"))
               + f" | {floor:.2f} | {med['icefloe-plan']['s']:.3f} | {bound:.3f} "
               f"({built:.3f}) | <= {med['pyarrow']['s']:.3f} | "
-              f"<= {med['pyiceberg']['s'] / 1.5:.3f} | "
+              f"<= {med['pyiceberg']['s'] / 1.5:.3f} | {'; '.join(verdicts)} | "
               f"{min(loads[cell, delay]):.1f}-{max(loads[cell, delay]):.1f} |")
 
 
