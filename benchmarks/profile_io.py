@@ -370,8 +370,9 @@ def bounds(path: str) -> None:
     print("| cell (S3) | icefloe / PyArrow / PyIceberg s | CPU s per read: reader "
           "(icefloe / PyArrow / PyIceberg) | proxy + weed (icefloe / PyArrow / PyIceberg) "
           "| decode CPU | planning s | bound s (as built: planning measured) | PyArrow "
-          "needs | 1.5x PyIceberg needs | verdict (this run) | load |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "needs | 1.5x PyIceberg needs | verdict (this run) | machine during icefloe's "
+          "reads: busy cores (the read's share) | load |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for (cell, delay), rs in sorted(rows.items()):
         if "icefloe" not in rs:
             continue
@@ -384,6 +385,9 @@ def bounds(path: str) -> None:
         size, groups = cell.split(":")
         needs = {"PyArrow": med["pyarrow"]["s"], "PyIceberg": med["pyiceberg"]["s"] / 1.5}
         ours = med["icefloe"]["s"]
+        busy = _median([x["machine_cpu"] / x["s"] for x in rs["icefloe"]])
+        share = _median([(x["cpu"] + x["proxy_cpu"] + x["weed_cpu"]) / x["machine_cpu"]
+                         for x in rs["icefloe"]])
         verdicts = [f"{peer}: " + ("met" if ours <= need else
                                    f"ceiling (bound {bound / need:.2f}x the need)"
                                    if bound > need else
@@ -399,6 +403,7 @@ def bounds(path: str) -> None:
               + f" | {floor:.2f} | {med['icefloe-plan']['s']:.3f} | {bound:.3f} "
               f"({built:.3f}) | <= {med['pyarrow']['s']:.3f} | "
               f"<= {med['pyiceberg']['s'] / 1.5:.3f} | {'; '.join(verdicts)} | "
+              f"{busy:.2f} ({share:.0%}) | "
               f"{min(loads[cell, delay]):.1f}-{max(loads[cell, delay]):.1f} |")
 
 
