@@ -164,11 +164,15 @@ def _reader_child(reader: str, props: str, identifier: str, options: str,
                                scheme="http")
         paths = [t.file.file_path.removeprefix("s3://")
                  for t in catalog.load_table(identifier).scan().plan_files()]
-        if reader == "decode":
-            for path in paths:
+        if reader == "decode":  # the same files on the local disk where given (a
+            # process that read large objects through Arrow's S3 client aborted at exit)
+            local = json.loads(os.environ.get("PROFILE_IO_FILES", "[]"))
+            for path in local or paths:
+                if local:
+                    blobs.append(Path(path).read_bytes())
+                    continue
                 with s3.open_input_stream(path) as f:
-                    blobs.append(f.read())  # bytes: no buffer of the S3 client
-                    # alive at exit (Arrow aborts on one)
+                    blobs.append(f.read())
     for _ in range(int(reads)):
         others = _others()
         start, cpu = time.perf_counter(), time.process_time()
@@ -193,9 +197,10 @@ def _reader_child(reader: str, props: str, identifier: str, options: str,
               flush=True)
 
 
-def _upload_cell(store: Any, identifier: str, cell: str) -> None:
+def _upload_cell(store: Any, identifier: str, cell: str) -> list[str]:
     """The matrix's cached Parquet files of ``cell`` (``SIZE_MB:ROW_GROUPS``,
-    :func:`benchmarks.bench_matrix.cached_files`), copied to S3 and added to a new table."""
+    :func:`benchmarks.bench_matrix.cached_files`), copied to S3 and added to a new table;
+    returns their local paths."""
     from pyarrow import fs as pafs
 
     from benchmarks.bench_matrix import MB, cached_files
@@ -208,12 +213,14 @@ def _upload_cell(store: Any, identifier: str, cell: str) -> None:
                                  properties={"format-version": "2"})
     where = table.metadata.location.removeprefix("s3://")
     paths = []
-    for path in cached_files(size_mb * MB, groups):
+    local = cached_files(size_mb * MB, groups)
+    for path in local:
         target = f"{where}/data/{path.name}"
         pafs.copy_files(str(path), target, source_filesystem=pafs.LocalFileSystem(),
                         destination_filesystem=store.s3("direct"))
         paths.append(f"s3://{target}")
     table.add_files(paths)
+    return [str(p) for p in local]
 
 
 def _median(xs: list[float]) -> float:
@@ -263,12 +270,12 @@ def main() -> None:
         if args.cells:
             for cell in args.cells.split(","):
                 identifier = "profile.t_{}mb_{}rg".format(*cell.split(":"))
-                _upload_cell(store, identifier, cell)
-                tables.append((cell, identifier))
+                files = _upload_cell(store, identifier, cell)
+                tables.append((cell, identifier, files))
         else:
             rows_per_group = max(1, -(-args.rows // args.row_groups))
             store.write_table("profile.t", args.files, args.rows, rows_per_group)
-            tables.append((f"{args.files}x{args.rows}:{args.row_groups}", "profile.t"))
+            tables.append((f"{args.files}x{args.rows}:{args.row_groups}", "profile.t", []))
         assert seaweed.proc is not None
 
         def stats(proxy: subprocess.Popen[str]) -> tuple[dict[str, Any], list[list[Any]]]:
@@ -279,7 +286,7 @@ def main() -> None:
             return summarize(log), log
 
         names = args.readers.split(",")
-        for cell, identifier in tables:
+        for cell, identifier, files in tables:
             # per (reader, delay, first/warm): every read's figures
             runs: dict[tuple[str, float, str], list[dict[str, float]]] = {}
             last: dict[tuple[str, float], dict[str, Any]] = {}
@@ -298,7 +305,8 @@ def main() -> None:
                                "icefloe" if before else reader, props, identifier,
                                args.options, str(args.reads)]
                         env = {**os.environ, "PROFILE_IO_PIDS": json.dumps(
-                            {"proxy": proxy.pid, "weed": seaweed.proc.pid})}
+                            {"proxy": proxy.pid, "weed": seaweed.proc.pid}),
+                            "PROFILE_IO_FILES": json.dumps(files)}
                         if before:
                             env["PYTHONPATH"] = str(Path(args.before).resolve())
                         out = subprocess.run(cmd, cwd=args.before if before else None,
