@@ -4,8 +4,9 @@ many are in flight, seen by the latency proxy (issue 30). Not a benchmark (no
 
     uv run python -m benchmarks.profile_io --bounds FILE.jsonl  # the table of a --json file
     uv run python -m benchmarks.profile_io [--files 5] [--rows 1000000] [--row-groups 1]
-        [--delay 0.010] [--reps 3] [--reads 1] [--readers icefloe,pyarrow,pyiceberg,
-        icefloe-before --before DIR]
+        [--cells 32:1,256:16] [--delay 0.010[,0.030]] [--reps 3] [--reads 1]
+        [--readers icefloe,pyarrow,pyiceberg,icefloe-plan,decode,icefloe-before
+        --before DIR] [--json FILE.jsonl]
 
 Starts SeaweedFS (temp dir) and a counting latency proxy in a child process, writes one
 table of ``files`` Parquet files of event rows, then reads it, each reader in turn in a
@@ -17,7 +18,11 @@ requests in flight at once (a request is in flight from its first byte sent by t
 until the last byte of the answer forwarded before the connection's next request).
 ``--reads N``: N reads per process, the first (a fresh process's) and the later ones
 ("warm", as the matrix's 2nd and 3rd) reported apart; the proxy's figures are the last
-read's.
+read's. Each read also reports the CPU seconds the proxy, SeaweedFS and the whole machine
+spent meanwhile (``/proc``). ``--cells``: the matrix's cached files of those cells instead
+of a written table; several ``--delay`` values: one proxy each in front of the same
+SeaweedFS, interleaved; ``--json``: every read's figures, for ``--bounds`` (icefloe's lower
+bound on this machine against each target's need: :func:`bounds`).
 """
 
 from __future__ import annotations
