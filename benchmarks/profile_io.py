@@ -366,7 +366,7 @@ def bounds(path: str) -> None:
     planning's median, and icefloe's lower bound on this machine:
 
     ``bound = 2 round trips (manifest list, then manifest: 4 x delay) + max(1 round trip,
-    (decode + server) / 2)``
+    (floor + server) / 2)``
 
     assuming (1) the data files are known only after the manifest, read only after the
     manifest list (a GET each, no HEAD needed: 2 round trips in series before any data
