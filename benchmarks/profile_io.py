@@ -2,9 +2,11 @@
 many are in flight, seen by the latency proxy (issue 30). Not a benchmark (no
 ``run(scale)``): a tool for the before/after profiles in RESULTS.md ("Defaults matrix").
 
+    uv run python -m benchmarks.profile_io --bounds FILE.jsonl  # the table of a --json file
     uv run python -m benchmarks.profile_io [--files 5] [--rows 1000000] [--row-groups 1]
-        [--delay 0.010] [--reps 3] [--reads 1] [--readers icefloe,pyarrow,pyiceberg,
-        icefloe-before --before DIR]
+        [--cells 32:1,256:16] [--delay 0.010[,0.030]] [--reps 3] [--reads 1]
+        [--readers icefloe,pyarrow,pyiceberg,icefloe-plan,decode,icefloe-before
+        --before DIR] [--json FILE.jsonl]
 
 Starts SeaweedFS (temp dir) and a counting latency proxy in a child process, writes one
 table of ``files`` Parquet files of event rows, then reads it, each reader in turn in a
@@ -16,7 +18,11 @@ requests in flight at once (a request is in flight from its first byte sent by t
 until the last byte of the answer forwarded before the connection's next request).
 ``--reads N``: N reads per process, the first (a fresh process's) and the later ones
 ("warm", as the matrix's 2nd and 3rd) reported apart; the proxy's figures are the last
-read's.
+read's. Each read also reports the CPU seconds the proxy, SeaweedFS and the whole machine
+spent meanwhile (``/proc``). ``--cells``: the matrix's cached files of those cells instead
+of a written table; several ``--delay`` values: one proxy each in front of the same
+SeaweedFS, interleaved; ``--json``: every read's figures, for ``--bounds`` (icefloe's lower
+bound on this machine against each target's need: :func:`bounds`).
 """
 
 from __future__ import annotations
@@ -107,14 +113,45 @@ def summarize(log: list[list[Any]]) -> dict[str, Any]:
 
 
 READERS = ("icefloe", "pyarrow", "pyiceberg")
-"""The readers; also ``icefloe-plan`` (icefloe's planning alone) and ``icefloe-before``."""
+"""The readers; also ``icefloe-plan`` (icefloe's planning alone), ``decode`` (Arrow's decode
+of the data files from memory, a floor under any reader's CPU) and ``icefloe-before``."""
+
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system, all threads, and its waited-for children) of a live
+    process, from ``/proc/<pid>/stat`` (Linux; resolution one clock tick, 10 ms)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(f) for f in fields[11:15]) / _TICK  # utime stime cutime cstime
+
+
+def machine_busy() -> float:
+    """CPU seconds the whole machine spent not idle (all cores, every process), from
+    ``/proc/stat``."""
+    cpu = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    ticks = [int(x) for x in cpu]
+    return (sum(ticks[:8]) - ticks[3] - ticks[4]) / _TICK  # less idle and iowait
+
+
+def _others() -> dict[str, float]:
+    """CPU seconds so far of the processes named in ``PROFILE_IO_PIDS`` (JSON ``{name:
+    pid}``: the proxy, SeaweedFS) and the machine's busy seconds."""
+    pids = json.loads(os.environ.get("PROFILE_IO_PIDS", "{}"))
+    return {**{name: process_cpu(pid) for name, pid in pids.items()},
+            "machine": machine_busy()}
 
 
 def _reader_child(reader: str, props: str, identifier: str, options: str,
                   reads: str = "1") -> None:
     """``reads`` reads in a fresh process; prints each one's seconds, CPU seconds and rows
-    as a JSON line."""
+    as a JSON line, with the CPU seconds the proxy, SeaweedFS (``PROFILE_IO_PIDS``) and the
+    whole machine spent meanwhile (``<name>_cpu``). Reader ``decode``: ``pq.read_table``
+    of each data file from memory (fetched before the clock), Arrow's decode alone."""
+    import pyarrow as pa
     import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
     from pyarrow import fs as pafs
     from pyiceberg.catalog import load_catalog
 
@@ -122,8 +159,9 @@ def _reader_child(reader: str, props: str, identifier: str, options: str,
 
     catalog = load_catalog("profile", **json.loads(props))
     paths: list[str] = []
-    if reader == "pyarrow":  # as bench_objectstore: the listing of the files is not the
-        # reader's (before its clock)
+    blobs: list[Any] = []
+    if reader in ("pyarrow", "decode"):  # as bench_objectstore: the listing of the files
+        # is not the reader's (before its clock)
         p = json.loads(props)
         s3 = pafs.S3FileSystem(endpoint_override=p["s3.endpoint"],
                                access_key=p["s3.access-key-id"],
@@ -131,7 +169,17 @@ def _reader_child(reader: str, props: str, identifier: str, options: str,
                                scheme="http")
         paths = [t.file.file_path.removeprefix("s3://")
                  for t in catalog.load_table(identifier).scan().plan_files()]
+        if reader == "decode":  # the same files on the local disk where given (a
+            # process that read large objects through Arrow's S3 client aborted at exit)
+            local = json.loads(os.environ.get("PROFILE_IO_FILES", "[]"))
+            for path in local or paths:
+                if local:
+                    blobs.append(Path(path).read_bytes())
+                    continue
+                with s3.open_input_stream(path) as f:
+                    blobs.append(f.read())
     for _ in range(int(reads)):
+        others = _others()
         start, cpu = time.perf_counter(), time.process_time()
         if reader == "icefloe":
             rows = sum(b.num_rows for b in IcebergSource(
@@ -142,11 +190,50 @@ def _reader_child(reader: str, props: str, identifier: str, options: str,
         elif reader == "pyiceberg":
             rows = sum(b.num_rows for b in catalog.load_table(identifier).scan()
                        .to_arrow_batch_reader())
+        elif reader == "decode":
+            rows = sum(pq.read_table(pa.BufferReader(b)).num_rows for b in blobs)
         else:
             rows = sum(b.num_rows for b in ds.dataset(paths, format="parquet",
                                                       filesystem=s3).to_batches())
-        print(json.dumps({"s": time.perf_counter() - start, "rows": rows,
-                          "cpu": time.process_time() - cpu}), flush=True)
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+        after = _others()
+        print(json.dumps({"s": seconds, "rows": rows, "cpu": cpu,
+                          **{f"{k}_cpu": after[k] - v for k, v in others.items()}}),
+              flush=True)
+    sys.stderr.flush()
+    os._exit(0)  # every figure is out; Arrow's S3 client's teardown at exit sometimes
+    # aborts ("terminate called without an active exception")
+
+
+def _upload_cell(store: Any, identifier: str, cell: str) -> list[str]:
+    """The matrix's cached Parquet files of ``cell`` (``SIZE_MB:ROW_GROUPS``,
+    :func:`benchmarks.bench_matrix.cached_files`), copied to S3 and added to a new table;
+    returns their local paths."""
+    from pyarrow import fs as pafs
+
+    from benchmarks.bench_matrix import MB, cached_files
+    from benchmarks.common import event_rows
+
+    size_mb, groups = (int(x) for x in cell.split(":"))
+    catalog = store.catalog("direct")
+    catalog.create_namespace_if_not_exists(identifier.split(".")[0])
+    table = catalog.create_table(identifier, schema=event_rows(1).schema,
+                                 properties={"format-version": "2"})
+    where = table.metadata.location.removeprefix("s3://")
+    paths = []
+    local = cached_files(size_mb * MB, groups)
+    for path in local:
+        target = f"{where}/data/{path.name}"
+        pafs.copy_files(str(path), target, source_filesystem=pafs.LocalFileSystem(),
+                        destination_filesystem=store.s3("direct"))
+        paths.append(f"s3://{target}")
+    table.add_files(paths)
+    return [str(p) for p in local]
+
+
+def _median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
 
 
 def main() -> None:
@@ -154,12 +241,16 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=5)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--row-groups", type=int, default=1)
-    parser.add_argument("--delay", type=float, default=0.010)
+    parser.add_argument("--cells", default=None,
+                        help="SIZE_MB:ROW_GROUPS,...: the matrix's cached files instead")
+    parser.add_argument("--delay", default="0.010",
+                        help="seconds each way; several, comma-separated: one proxy each")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--reads", type=int, default=1, help="reads per process")
     parser.add_argument("--options", default="{}", help="icefloe's options, JSON")
     parser.add_argument("--readers", default=",".join(READERS))
     parser.add_argument("--verbose", action="store_true", help="print the last run's log")
+    parser.add_argument("--json", default=None, help="append every read's figures here")
     parser.add_argument("--before", default=None,
                         help="a checkout of earlier code: reader icefloe-before runs it")
     args = parser.parse_args()
@@ -172,18 +263,30 @@ def main() -> None:
 
     root = Path(tempfile.mkdtemp(prefix="icefloe-profile-io-"))
     seaweed = SeaweedFS(root).start()
-    proxy = subprocess.Popen([sys.executable, "-m", "benchmarks.profile_io", "--proxy",
-                              str(seaweed.s3_port), str(args.delay)],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    delays = [float(d) for d in args.delay.split(",")]
+    proxies = [subprocess.Popen([sys.executable, "-m", "benchmarks.profile_io", "--proxy",
+                                 str(seaweed.s3_port), str(d)],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+               for d in delays]
     try:
-        assert proxy.stdin is not None and proxy.stdout is not None
-        endpoint = f"http://127.0.0.1:{int(proxy.stdout.readline())}"
-        store = Store(seaweed, endpoint)
-        rows_per_group = max(1, -(-args.rows // args.row_groups))
-        store.write_table("profile.t", args.files, args.rows, rows_per_group)
-        props = json.dumps(seaweed.rest_properties(endpoint=endpoint))
+        endpoints = []
+        for proxy in proxies:
+            assert proxy.stdout is not None
+            endpoints.append(f"http://127.0.0.1:{int(proxy.stdout.readline())}")
+        store = Store(seaweed, endpoints[0])
+        tables = []
+        if args.cells:
+            for cell in args.cells.split(","):
+                identifier = "profile.t_{}mb_{}rg".format(*cell.split(":"))
+                files = _upload_cell(store, identifier, cell)
+                tables.append((cell, identifier, files))
+        else:
+            rows_per_group = max(1, -(-args.rows // args.row_groups))
+            store.write_table("profile.t", args.files, args.rows, rows_per_group)
+            tables.append((f"{args.files}x{args.rows}:{args.row_groups}", "profile.t", []))
+        assert seaweed.proc is not None
 
-        def stats() -> tuple[dict[str, Any], list[list[Any]]]:
+        def stats(proxy: subprocess.Popen[str]) -> tuple[dict[str, Any], list[list[Any]]]:
             assert proxy.stdin is not None and proxy.stdout is not None
             proxy.stdin.write("\n")
             proxy.stdin.flush()
@@ -191,52 +294,144 @@ def main() -> None:
             return summarize(log), log
 
         names = args.readers.split(",")
-        # per reader: the first reads' and the later ("warm") reads' seconds and CPU
-        times: dict[tuple[str, str], list[float]] = {}
-        cpus: dict[tuple[str, str], list[float]] = {}
-        last: dict[str, dict[str, Any]] = {}
-        for rep in range(args.reps + 1):
-            for reader in names:
-                stats()
-                before = reader == "icefloe-before"  # the code of --before DIR, read by
-                # this file's child (PYTHONPATH: its icefloe, not this checkout's)
-                cmd = [sys.executable, str(Path(__file__).resolve()) if before else "-m",
-                       *([] if before else ["benchmarks.profile_io"]), "--child",
-                       "icefloe" if before else reader, props, "profile.t", args.options,
-                       str(args.reads)]
-                env = {**os.environ, "PYTHONPATH": str(Path(args.before).resolve())} \
-                    if before else None
-                out = subprocess.run(cmd, cwd=args.before if before else None, env=env,
-                                     capture_output=True, text=True, check=True)
-                results = [json.loads(line) for line in out.stdout.strip().splitlines()
-                           if line.startswith("{")]
-                last[reader], log = stats()
-                if rep == args.reps and args.verbose:
-                    print(reader, "\n".join(f"{e[0]:.3f}-{e[1]:.3f} conn {e[2]} {e[3]} "
-                                             f"{e[4]}" for e in log), file=sys.stderr)
-                if rep:  # the first round warms the page cache and the server
-                    for i, result in enumerate(results):
-                        key = (reader, "first" if i == 0 else "warm")
-                        times.setdefault(key, []).append(result["s"])
-                        cpus.setdefault(key, []).append(result["cpu"])
-        for (reader, which), ts in times.items():
-            ts.sort()
-            cs = sorted(cpus[reader, which])
-            label = reader if args.reads == 1 else f"{reader} ({which})"
-            print(f"{label:10s} median {ts[len(ts) // 2]:.3f} s (CPU {cs[len(cs) // 2]:.3f} s,"
-                  f" runs {', '.join(f'{c:.2f}' for c in cs)})  runs "
-                  f"{', '.join(f'{t:.3f}' for t in ts)}  {last[reader]}")
+        for cell, identifier, files in tables:
+            # per (reader, delay, first/warm): every read's figures
+            runs: dict[tuple[str, float, str], list[dict[str, float]]] = {}
+            last: dict[tuple[str, float], dict[str, Any]] = {}
+            for rep in range(args.reps + 1):
+                for delay, endpoint, proxy in zip(delays, endpoints, proxies, strict=True):
+                    props = json.dumps(seaweed.rest_properties(endpoint=endpoint))
+                    for reader in names:
+                        if reader == "decode" and delay != delays[0]:
+                            continue  # from memory: no link
+                        stats(proxy)
+                        before = reader == "icefloe-before"  # the code of --before DIR,
+                        # read by this file's child (PYTHONPATH: its icefloe)
+                        cmd = [sys.executable,
+                               str(Path(__file__).resolve()) if before else "-m",
+                               *([] if before else ["benchmarks.profile_io"]), "--child",
+                               "icefloe" if before else reader, props, identifier,
+                               args.options, str(args.reads)]
+                        env = {**os.environ, "PROFILE_IO_PIDS": json.dumps(
+                            {"proxy": proxy.pid, "weed": seaweed.proc.pid}),
+                            "PROFILE_IO_FILES": json.dumps(files)}
+                        if before:
+                            env["PYTHONPATH"] = str(Path(args.before).resolve())
+                        out = subprocess.run(cmd, cwd=args.before if before else None,
+                                             env=env, capture_output=True, text=True,
+                                             check=False)
+                        if out.returncode:
+                            raise RuntimeError(f"{reader}: {out.stderr[-2000:]}")
+                        results = [json.loads(line) for line in
+                                   out.stdout.strip().splitlines() if line.startswith("{")]
+                        last[reader, delay], log = stats(proxy)
+                        if rep == args.reps and args.verbose:
+                            print(reader, "\n".join(
+                                f"{e[0]:.3f}-{e[1]:.3f} conn {e[2]} {e[3]} {e[4]}"
+                                for e in log), file=sys.stderr)
+                        if rep:  # the first round warms the page cache and the server
+                            for i, result in enumerate(results):
+                                runs.setdefault((reader, delay, "first" if i == 0
+                                                 else "warm"), []).append(result)
+            load = os.getloadavg()[0]
+            print(f"cell {cell} ({identifier}), load {load:.1f}")
+            for (reader, delay, which), rs in runs.items():
+                label = reader if args.reads == 1 else f"{reader} ({which})"
+                ts = sorted(r["s"] for r in rs)
+                others = "  ".join(f"{k} {_median([r[k] for r in rs]):.3f}" for k in
+                                   ("proxy_cpu", "weed_cpu", "machine_cpu") if k in rs[0])
+                print(f"  {delay * 1000:.0f} ms {label:20s} median {_median(ts):.3f} s "
+                      f"(CPU {_median([r['cpu'] for r in rs]):.3f} s; {others})  runs "
+                      f"{', '.join(f'{t:.3f}' for t in ts)}  {last[reader, delay]}",
+                      flush=True)
+            if args.json:
+                with open(args.json, "a") as f:
+                    for (reader, delay, which), rs in runs.items():
+                        f.write(json.dumps({"cell": cell, "delay": delay, "reader": reader,
+                                            "which": which, "load": load,
+                                            "reads": rs}) + "\n")
     finally:
-        if proxy.stdin is not None:
-            proxy.stdin.close()
-        proxy.wait(timeout=10)
+        for proxy in proxies:
+            if proxy.stdin is not None:
+                proxy.stdin.close()
+            proxy.wait(timeout=10)
         seaweed.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def bounds(path: str) -> None:
+    """The table of RESULTS.md's "the ceilings on S3" from a ``--json`` file: per cell and
+    link, each reader's median seconds and CPU seconds (its own, the proxy's, SeaweedFS's)
+    per read over all its reads (the matrix's medians are of a fresh process's 3 reads),
+    planning's median, and icefloe's lower bound on this machine:
+
+    ``bound = 2 round trips (manifest list, then manifest: 4 x delay) + max(1 round trip,
+    (floor + server) / 2)``
+
+    assuming (1) the data files are known only after the manifest, read only after the
+    manifest list (a GET each, no HEAD needed: 2 round trips in series before any data
+    request), (2) no read gets more than the machine's 2 cores, (3) a reader's CPU is at
+    least the least of Arrow's decode of the files from memory (``decode``: no I/O, no
+    Iceberg) and the three readers' own CPU (on 1 GB files icefloe's streaming read took
+    less than ``pq.read_table``'s whole table), and
+    (4) the proxy's and SeaweedFS's CPU per read is at least the least any reader made
+    them spend (``server``: the smallest median of proxy + weed over the readers). Needs:
+    PyArrow's median (1.0x) and PyIceberg's / 1.5. Prints Markdown rows."""
+    rows: dict[tuple[str, float], dict[str, list[dict[str, float]]]] = {}
+    loads: dict[tuple[str, float], list[float]] = {}
+    for line in Path(path).read_text().splitlines():
+        e = json.loads(line)
+        key = (e["cell"], e["delay"])
+        rows.setdefault(key, {}).setdefault(e["reader"], []).extend(e["reads"])
+        loads.setdefault(key, []).append(e["load"])
+    decode = {cell: rs["decode"] for (cell, _), rs in rows.items() if "decode" in rs}
+    print("| cell (S3) | icefloe / PyArrow / PyIceberg s | CPU s per read: reader "
+          "(icefloe / PyArrow / PyIceberg) | proxy + weed (icefloe / PyArrow / PyIceberg) "
+          "| decode CPU (floor) | planning s | bound s (as built: planning measured) | PyArrow "
+          "needs | 1.5x PyIceberg needs | verdict (this run) | machine during icefloe's "
+          "reads: busy cores (the read's share) | load |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for (cell, delay), rs in sorted(rows.items()):
+        if "icefloe" not in rs:
+            continue
+        med = {r: {k: _median([x[k] for x in xs]) for k in xs[0]} for r, xs in rs.items()}
+        server = {r: _median([x["proxy_cpu"] + x["weed_cpu"] for x in rs[r]])
+                  for r in ("icefloe", "pyarrow", "pyiceberg")}
+        floor = min(_median([x["cpu"] for x in decode[cell]]),
+                    *(med[r]["cpu"] for r in ("icefloe", "pyarrow", "pyiceberg")))
+        data = max(2 * delay, (floor + min(server.values())) / 2)
+        bound, built = 4 * delay + data, med["icefloe-plan"]["s"] + data
+        size, groups = cell.split(":")
+        needs = {"PyArrow": med["pyarrow"]["s"], "PyIceberg": med["pyiceberg"]["s"] / 1.5}
+        ours = med["icefloe"]["s"]
+        busy = _median([x["machine_cpu"] / x["s"] for x in rs["icefloe"]])
+        share = _median([(x["cpu"] + x["proxy_cpu"] + x["weed_cpu"]) / x["machine_cpu"]
+                         for x in rs["icefloe"]])
+        verdicts = [f"{peer}: " + ("met" if ours <= need else
+                                   f"ceiling (bound {bound / need:.2f}x the need)"
+                                   if bound > need else
+                                   f"missed by {ours - need:.3f} s, bound "
+                                   f"{need - bound:.3f} s under the need")
+                    for peer, need in needs.items()]
+        print(f"| {size} MB x {groups}, {delay * 1000:.0f} ms | "
+              + " / ".join(f"{med[r]['s']:.3f}" for r in ("icefloe", "pyarrow", "pyiceberg"))
+              + " | " + " / ".join(f"{med[r]['cpu']:.2f}" for r in
+                                   ("icefloe", "pyarrow", "pyiceberg"))
+              + " | " + " / ".join(f"{med[r]['proxy_cpu']:.2f} + {med[r]['weed_cpu']:.2f}"
+                                   for r in ("icefloe", "pyarrow", "pyiceberg"))
+              + f" | {_median([x['cpu'] for x in decode[cell]]):.2f} "
+              f"({floor:.2f}) | {med['icefloe-plan']['s']:.3f} | {bound:.3f} "
+              f"({built:.3f}) | <= {med['pyarrow']['s']:.3f} | "
+              f"<= {med['pyiceberg']['s'] / 1.5:.3f} | {'; '.join(verdicts)} | "
+              f"{busy:.2f} ({share:.0%}) | "
+              f"{min(loads[cell, delay]):.1f}-{max(loads[cell, delay]):.1f} |")
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--proxy"]:
         _proxy_child(int(sys.argv[2]), float(sys.argv[3]))
+    elif sys.argv[1:2] == ["--bounds"]:
+        bounds(sys.argv[2])
     elif sys.argv[1:2] == ["--child"]:
         _reader_child(*sys.argv[2:7])
     else:
