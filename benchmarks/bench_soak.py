@@ -442,7 +442,8 @@ def child_spark(root: str, heap: str = "fixed", jvm: str = "recommended",
     ``jvm``: the driver's settings (:data:`SPARK_JVM_OPTIONS`, :data:`SPARK_CONF`; the
     environment of :data:`SPARK_ENV` is set by the parent when it starts this child).
     ``java_options``: more driver JVM options (an experiment's). ``nmt``: the driver JVM
-    under Native Memory Tracking; a ``report nmt`` request adds its summary (``nmt_mb``).
+    under Native Memory Tracking; a ``report nmt`` request adds its pid (``jvm_pid``), whose
+    summary the lead reads (``jcmd`` run from this process would count in its CPU).
     """
     import pyarrow.parquet as pq
 
@@ -491,8 +492,8 @@ def child_spark(root: str, heap: str = "fixed", jvm: str = "recommended",
         extra: dict[str, Any] = {}
         if request == "report nmt":  # at a window's end: the costlier figures
             extra["roles"] = _proc_roles(os.getpid())
-            if nmt:
-                extra["nmt_mb"] = nmt_summary(jvm_pid)
+            if nmt:  # read by the lead (jcmd is a JVM: in this tree its CPU would count)
+                extra["jvm_pid"] = jvm_pid
         elif request == "report trim":  # at the end: what glibc kept of the JVM's frees
             extra["trim_mb"] = trim_native_heap(jvm_pid)
         return {**_base_report(ids, ckpt), "polls": triggers, **extra,
@@ -767,6 +768,9 @@ def soak(minutes: float, engines: Sequence[str] = ENGINES, writer: str = "java",
             i0 = time.monotonic()
             time.sleep(idle_s)
             idle1 = {e: c.report("report nmt") for e, c in children.items()}
+            for r in idle1.values():  # after the idle phase's CPU readings
+                if "jvm_pid" in r:
+                    r["nmt_mb"] = nmt_summary(int(r.pop("jvm_pid")))
             i1 = time.monotonic()
             window: dict[str, Any] = {
                 "t_min": (i1 - start) / 60, "commits": commits, "write_s": write_s,
