@@ -88,3 +88,31 @@ def test_the_tuned_target_is_judged_on_the_tuned_pairs_reads() -> None:
     assert undecided([1.0, 1.2, 0.9], [0.95, 1.0, 1.1])  # 0.95x, spread 0.3
     assert not undecided([1.0, 1.01, 0.99], [0.7, 0.71, 0.69])  # 0.70x, spread 0.03
     assert not undecided([1.0, 1.01, 0.99], [1.1, 1.11, 1.09])  # 1.10x
+
+
+def test_a_cpu_ceiling_from_the_cells_own_figures() -> None:
+    """PyIceberg's 1.5x is out of reach where the least CPU any process of the cell spent
+    on a read, spread over every core, is longer than 1.5x PyIceberg allows; not where it
+    fits, nor for PyArrow's target, nor without the decode's figure."""
+    cell = _cell(MB, 1, "local disk", 0.20, 0.15, 0.24, 0.20)
+    cell["cores"] = 2
+    cell["cpu"] = {"icefloe (defaults)": [0.36] * 3, "icefloe (tuned)": [0.37] * 3,
+                   "pyarrow dataset": [0.33, 0.34, 0.50], "pyiceberg": [0.4] * 3,
+                   bench_matrix.DECODE: [0.35] * 3}
+    # floor: PyArrow's 0.34 s / 2 cores = 0.17 s > 0.24 / 1.5 = 0.16 s
+    why = bench_matrix.cpu_ceiling(cell, "pyiceberg")
+    assert why is not None and "pyarrow dataset's 0.34 s" in why and "0.17 s" in why
+    assert bench_matrix.cpu_ceiling(cell, "pyarrow dataset") is None
+    row = report("quick", {"1:1:local-disk": cell}, None)
+    assert "**missed** (pyarrow); ceiling (pyiceberg): CPU: the least CPU" in row
+    cell["cores"] = 4  # 0.34 / 4 = 0.085 s: within reach
+    assert bench_matrix.cpu_ceiling(cell, "pyiceberg") is None
+    cell["cores"] = 2
+    cell["seconds"]["pyiceberg"] = [0.27] * 3  # needs 0.18 s >= 0.17 s: within reach
+    assert bench_matrix.cpu_ceiling(cell, "pyiceberg") is None
+    del cell["cpu"][bench_matrix.DECODE]  # recorded before the decode was measured
+    cell["seconds"]["pyiceberg"] = [0.24] * 3
+    assert bench_matrix.cpu_ceiling(cell, "pyiceberg") is None
+    # such a cell keeps session 11's profiled ceiling
+    assert "decoding the files alone takes 0.32 s" in report(
+        "quick", {"1:1:local-disk": cell}, None)
