@@ -182,15 +182,17 @@ def _reader_child(reader: str, props: str, identifier: str, options: str,
     from icefloe import IcebergSource
 
     catalog = load_catalog("profile", **json.loads(props))
+    local_root: Path | None = None
     if reader == "icefloe-local":  # the cell's cached files on the local disk, a SQLite
         # catalog (set up before the clock): the same read without S3
         import tempfile
 
         from benchmarks.common import event_rows
 
-        where = Path(tempfile.mkdtemp(prefix="icefloe-profile-local-"))
-        catalog = load_catalog("local", type="sql", uri=f"sqlite:///{where}/catalog.db",
-                               warehouse=where.as_uri())
+        local_root = Path(tempfile.mkdtemp(prefix="icefloe-profile-local-"))
+        catalog = load_catalog("local", type="sql",
+                               uri=f"sqlite:///{local_root}/catalog.db",
+                               warehouse=local_root.as_uri())
         catalog.create_namespace_if_not_exists(identifier.split(".")[0])
         catalog.create_table(identifier, schema=event_rows(1).schema).add_files(
             [Path(f).as_uri() for f in json.loads(os.environ["PROFILE_IO_FILES"])])
@@ -242,6 +244,10 @@ def _reader_child(reader: str, props: str, identifier: str, options: str,
                           "faults": ru2.ru_minflt - ru.ru_minflt,
                           **{f"{k}_cpu": after[k] - v for k, v in others.items()}}),
               flush=True)
+    if local_root is not None:  # the catalog and metadata (the data files are the cache's)
+        import shutil
+
+        shutil.rmtree(local_root, ignore_errors=True)
     sys.stderr.flush()
     os._exit(0)  # every figure is out; Arrow's S3 client's teardown at exit sometimes
     # aborts ("terminate called without an active exception")
