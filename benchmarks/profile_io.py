@@ -5,8 +5,9 @@ many are in flight, seen by the latency proxy (issue 30). Not a benchmark (no
     uv run python -m benchmarks.profile_io --bounds FILE.jsonl  # the table of a --json file
     uv run python -m benchmarks.profile_io [--files 5] [--rows 1000000] [--row-groups 1]
         [--cells 32:1,256:16] [--delay 0.010[,0.030]] [--reps 3] [--reads 1]
-        [--readers icefloe,pyarrow,pyiceberg,icefloe-plan,decode,icefloe-before
-        --before DIR] [--json FILE.jsonl]
+        [--readers icefloe,pyarrow,pyiceberg,icefloe-plan,decode,icefloe-local,
+        'icefloe:ioConcurrency=4;batchSize=65536',icefloe-before --before DIR]
+        [--json FILE.jsonl]
 
 Starts SeaweedFS (temp dir) and a counting latency proxy in a child process, writes one
 table of ``files`` Parquet files of event rows, then reads it, each reader in turn in a
@@ -19,10 +20,14 @@ until the last byte of the answer forwarded before the connection's next request
 ``--reads N``: N reads per process, the first (a fresh process's) and the later ones
 ("warm", as the matrix's 2nd and 3rd) reported apart; the proxy's figures are the last
 read's. Each read also reports the CPU seconds the proxy, SeaweedFS and the whole machine
-spent meanwhile (``/proc``). ``--cells``: the matrix's cached files of those cells instead
-of a written table; several ``--delay`` values: one proxy each in front of the same
-SeaweedFS, interleaved; ``--json``: every read's figures, for ``--bounds`` (icefloe's lower
-bound on this machine against each target's need: :func:`bounds`).
+spent meanwhile (``/proc``), and its own user and system CPU and minor page faults
+(``getrusage``). Reader ``icefloe:key=value;...``: icefloe with those options (several
+settings interleaved in one run); ``icefloe-local``: icefloe reading the cell's cached
+files from the local disk (a SQLite catalog; ``--cells`` only). ``--cells``: the
+matrix's cached files of those cells instead of a written table; several ``--delay``
+values: one proxy each in front of the same SeaweedFS, interleaved; ``--json``: every
+read's figures, for ``--bounds`` (icefloe's lower bound on this machine against each
+target's need: :func:`bounds`).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import socket
 import subprocess
 import sys
@@ -113,8 +119,10 @@ def summarize(log: list[list[Any]]) -> dict[str, Any]:
 
 
 READERS = ("icefloe", "pyarrow", "pyiceberg")
-"""The readers; also ``icefloe-plan`` (icefloe's planning alone), ``decode`` (Arrow's decode
-of the data files from memory, a floor under any reader's CPU) and ``icefloe-before``."""
+"""The readers; also ``icefloe:key=value;...`` (icefloe with options), ``icefloe-local``
+(the cell's files on the local disk), ``icefloe-plan`` (icefloe's planning alone),
+``decode`` (Arrow's decode of the data files from memory, a floor under any reader's CPU)
+and ``icefloe-before``."""
 
 
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -143,6 +151,22 @@ def _others() -> dict[str, float]:
             "machine": machine_busy()}
 
 
+def reader_options(reader: str, options: str) -> tuple[str, dict[str, str]]:
+    """``(reader, icefloe's options)`` of a reader name: ``icefloe:key=value;key=value`` is
+    icefloe with those options over ``options`` (JSON), so settings can be compared in
+    one interleaved run; any other name has ``options`` as given."""
+    opts = dict(json.loads(options))
+    if not reader.startswith("icefloe:"):
+        return reader, opts
+    for pair in reader.split(":", 1)[1].split(";"):
+        key, eq, value = pair.partition("=")
+        if not eq or not key:
+            raise ValueError(f"reader {reader!r}: {pair!r} is not key=value "
+                             "(icefloe:ioConcurrency=4;batchSize=65536)")
+        opts[key] = value
+    return "icefloe", opts
+
+
 def _reader_child(reader: str, props: str, identifier: str, options: str,
                   reads: str = "1") -> None:
     """``reads`` reads in a fresh process; prints each one's seconds, CPU seconds and rows
@@ -158,6 +182,21 @@ def _reader_child(reader: str, props: str, identifier: str, options: str,
     from icefloe import IcebergSource
 
     catalog = load_catalog("profile", **json.loads(props))
+    local_root: Path | None = None
+    if reader == "icefloe-local":  # the cell's cached files on the local disk, a SQLite
+        # catalog (set up before the clock): the same read without S3
+        import tempfile
+
+        from benchmarks.common import event_rows
+
+        local_root = Path(tempfile.mkdtemp(prefix="icefloe-profile-local-"))
+        catalog = load_catalog("local", type="sql",
+                               uri=f"sqlite:///{local_root}/catalog.db",
+                               warehouse=local_root.as_uri())
+        catalog.create_namespace_if_not_exists(identifier.split(".")[0])
+        catalog.create_table(identifier, schema=event_rows(1).schema).add_files(
+            [Path(f).as_uri() for f in json.loads(os.environ["PROFILE_IO_FILES"])])
+        reader = "icefloe"
     paths: list[str] = []
     blobs: list[Any] = []
     if reader in ("pyarrow", "decode"):  # as bench_objectstore: the listing of the files
@@ -178,12 +217,14 @@ def _reader_child(reader: str, props: str, identifier: str, options: str,
                     continue
                 with s3.open_input_stream(path) as f:
                     blobs.append(f.read())
+    reader, opts = reader_options(reader, options)
     for _ in range(int(reads)):
         others = _others()
         start, cpu = time.perf_counter(), time.process_time()
+        ru = resource.getrusage(resource.RUSAGE_SELF)
         if reader == "icefloe":
             rows = sum(b.num_rows for b in IcebergSource(
-                identifier, catalog=catalog, options=json.loads(options)).read())
+                identifier, catalog=catalog, options=opts).read())
         elif reader == "icefloe-plan":  # planning alone: the table's load and its splits
             rows = sum(s.record_count for s in IcebergSource(
                 identifier, catalog=catalog, options=json.loads(options)).plan())
@@ -197,9 +238,16 @@ def _reader_child(reader: str, props: str, identifier: str, options: str,
                                                       filesystem=s3).to_batches())
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         after = _others()
+        ru2 = resource.getrusage(resource.RUSAGE_SELF)
         print(json.dumps({"s": seconds, "rows": rows, "cpu": cpu,
+                          "user": ru2.ru_utime - ru.ru_utime, "sys": ru2.ru_stime - ru.ru_stime,
+                          "faults": ru2.ru_minflt - ru.ru_minflt,
                           **{f"{k}_cpu": after[k] - v for k, v in others.items()}}),
               flush=True)
+    if local_root is not None:  # the catalog and metadata (the data files are the cache's)
+        import shutil
+
+        shutil.rmtree(local_root, ignore_errors=True)
     sys.stderr.flush()
     os._exit(0)  # every figure is out; Arrow's S3 client's teardown at exit sometimes
     # aborts ("terminate called without an active exception")
@@ -302,8 +350,8 @@ def main() -> None:
                 for delay, endpoint, proxy in zip(delays, endpoints, proxies, strict=True):
                     props = json.dumps(seaweed.rest_properties(endpoint=endpoint))
                     for reader in names:
-                        if reader == "decode" and delay != delays[0]:
-                            continue  # from memory: no link
+                        if reader in ("decode", "icefloe-local") and delay != delays[0]:
+                            continue  # from memory or the local disk: no link
                         stats(proxy)
                         before = reader == "icefloe-before"  # the code of --before DIR,
                         # read by this file's child (PYTHONPATH: its icefloe)
@@ -339,7 +387,8 @@ def main() -> None:
                 label = reader if args.reads == 1 else f"{reader} ({which})"
                 ts = sorted(r["s"] for r in rs)
                 others = "  ".join(f"{k} {_median([r[k] for r in rs]):.3f}" for k in
-                                   ("proxy_cpu", "weed_cpu", "machine_cpu") if k in rs[0])
+                                   ("user", "sys", "faults", "proxy_cpu", "weed_cpu",
+                                    "machine_cpu") if k in rs[0])
                 print(f"  {delay * 1000:.0f} ms {label:20s} median {_median(ts):.3f} s "
                       f"(CPU {_median([r['cpu'] for r in rs]):.3f} s; {others})  runs "
                       f"{', '.join(f'{t:.3f}' for t in ts)}  {last[reader, delay]}",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.profile_io import bounds
+from benchmarks.profile_io import bounds, reader_options
 
 
 def _line(reader: str, s: float, cpu: float = 1.2, proxy: float = 0.05, weed: float = 0.1,
@@ -46,3 +46,12 @@ def test_the_bound_and_the_verdicts(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert row[0] == "| 32 MB x 1, 10 ms"
     assert row[6].startswith(f"{bound} (")  # the bound, then as built: planning 0.1 s
     assert row[9] == "; ".join(verdicts)
+
+
+def test_a_reader_name_carries_icefloe_options() -> None:
+    """``icefloe:key=value;...`` compares settings in one interleaved run."""
+    assert reader_options("icefloe:ioConcurrency=4;batchSize=65536", '{"splitSize": "1"}') \
+        == ("icefloe", {"splitSize": "1", "ioConcurrency": "4", "batchSize": "65536"})
+    assert reader_options("pyiceberg", "{}") == ("pyiceberg", {})
+    with pytest.raises(ValueError, match="'ioConcurrency' is not key=value"):
+        reader_options("icefloe:ioConcurrency", "{}")
