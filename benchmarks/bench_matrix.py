@@ -347,12 +347,11 @@ def results_path(scale: str) -> Path:
     return DATA_DIR / f"matrix-results-{scale}.json"
 
 
-def measure_cells(scale: str, only: set[str] | None = None,
-                  path: Path | None = None) -> dict[str, dict[str, Any]]:
+def measure_cells(scale: str, only: set[str] | None = None, path: Path | None = None,
+                  reps: int = 3) -> dict[str, dict[str, Any]]:
     """Measure the cells of ``scale`` (``only``: their keys, ``1:4:s3-10-ms``); merges
     them into the results file ``path`` (default :func:`results_path`) and returns every
     recorded cell."""
-    reps = pick(scale, 3, 3)
     path = path or results_path(scale)
     recorded: dict[str, dict[str, Any]] = json.loads(path.read_text()) if path.exists() else {}
     todo = [c for c in cells(scale) if only is None or _key(*c) in only]
@@ -603,9 +602,10 @@ def report(scale: str, recorded: dict[str, dict[str, Any]], took: float | None) 
                        rows))
 
 
-def run(scale: str, only: set[str] | None = None, path: Path | None = None) -> str:
+def run(scale: str, only: set[str] | None = None, path: Path | None = None,
+        reps: int = 3) -> str:
     started = time.perf_counter()
-    recorded = measure_cells(scale, only, path)
+    recorded = measure_cells(scale, only, path, reps)
     took = time.perf_counter() - started if only is None else None
     try:
         draw(recorded, FIGURE)
@@ -627,6 +627,8 @@ if __name__ == "__main__":
     parser.add_argument("--results", type=Path, default=None,
                         help="the results file to merge the cells into and report from "
                         "(default: benchmarks/data/matrix-results-<scale>.json)")
+    parser.add_argument("--reps", type=int, default=3,
+                        help="timed reads of every contender per cell (default 3)")
     args = parser.parse_args()
     scale = args.scale.removeprefix("--")
     if args.report:
@@ -635,4 +637,4 @@ if __name__ == "__main__":
         print(report(scale, data, None))
     else:
         print(run(scale, None if args.cells is None else set(args.cells.split(",")),
-                  args.results))
+                  args.results, args.reps))
