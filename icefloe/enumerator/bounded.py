@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 
 from pyiceberg.schema import Schema
@@ -106,7 +106,7 @@ class BoundedPlan:
         self._cuts[target_splits] = cut
         return cut
 
-    def _planned(self, planner: SplitPlanner | None) -> Iterator[FileSplit]:
+    def _planned(self, planner: SplitPlanner | None) -> Generator[FileSplit, None, None]:
         if self.snapshot is None or planner is None:
             return
         if not self.incremental:

@@ -10,6 +10,7 @@ adaptive split size: ``read.split.adaptive-size.enabled``, ``TableScanUtil.adjus
 
 from __future__ import annotations
 
+import itertools
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -83,7 +84,7 @@ def balanced_ranges(
         if not cuts or cut > cuts[-1]:
             cuts.append(cut)
     bounds = [0, *cuts, file_size]
-    return [(a, b - a) for a, b in zip(bounds, bounds[1:], strict=False)]
+    return [(a, b - a) for a, b in itertools.pairwise(bounds)]
 
 
 def byte_ranges(
