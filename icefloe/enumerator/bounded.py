@@ -79,7 +79,7 @@ class BoundedPlan:
         ``TableScanUtil.adjustSplitSize``) for ``target_splits`` readers: when the user set
         no ``splitSize`` and the plan at the configured size has fewer than
         ``target_splits`` splits, the cut that makes about ``target_splits`` of them, none
-        smaller than 16 MiB on average (:class:`AdaptiveCut`); else None (the configured
+        smaller than 32 MiB on average (:class:`AdaptiveCut`); else None (the configured
         size). Counts the splits of the configured size up to ``target_splits`` (planning
         stops there: a big scan pays for its first manifest only); computed once per
         count, so a re-planned read (a transient fault) cuts the same splits."""

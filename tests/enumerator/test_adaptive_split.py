@@ -26,9 +26,9 @@ from icefloe.state import open_store, plan_fingerprint
 from tests.helpers.tables import live_data_files, make_catalog
 
 MIB = 1024 * 1024
-ROWS = 5_600_000
+ROWS = 8_400_000
 """Rows of the big file: a shuffled id and a random double, ~13 bytes a row in Parquet
-(~70 MiB, so the 16 MiB minimum allows 4 pieces)."""
+(~100 MiB, so the 32 MiB minimum allows 3 pieces)."""
 ROW_GROUPS = 8
 
 
@@ -69,20 +69,21 @@ def _ids(batches: list[pa.RecordBatch]) -> pa.ChunkedArray:
 
 def test_few_large_files_are_cut_for_the_readers(catalog: SqlCatalog) -> None:
     table, path, size, offsets = _big_file(catalog)
-    assert size > 64 * MIB
+    assert 96 * MIB < size < 128 * MIB
     plan = IcebergSource("db.big", catalog=catalog, options={"columns": "id"}).bounded_plan()
     assert len(list(plan.splits())) == 1  # the configured 128 MiB: one split
 
-    splits = list(plan.splits(target_splits(2)))  # 8 wanted; 16 MiB at least: 4
+    splits = list(plan.splits(target_splits(2)))  # 8 wanted; 32 MiB at least: 3
     assert target_splits(2) == 2 * SPLITS_PER_READER == 8
-    assert len(splits) == size // (16 * MIB) == 4
-    assert [s.ordinal for s in splits] == [0, 1, 2, 3]
-    assert len({s.split_id for s in splits}) == 4
+    assert len(splits) == size // (32 * MIB) == 3
+    assert [s.ordinal for s in splits] == [0, 1, 2]
+    assert len({s.split_id for s in splits}) == 3
     assert splits[0].start == 0 and sum(s.length for s in splits) == size
     for split, nxt in itertools.pairwise(splits):
         assert split.start + split.length == nxt.start
-    # cut on row-group boundaries, two row groups a split
-    assert [s.start for s in splits[1:]] == offsets[2::2]
+    # cut on row-group boundaries, at the starts nearest to thirds of the file (8 row
+    # groups: after 3 and 5)
+    assert [s.start for s in splits[1:]] == [offsets[3], offsets[5]]
     # every row exactly once, in the file's order (PyArrow), and the rows PyIceberg scans
     reader = SplitReader(plan.context)
     got = _ids([b for split in splits for b in reader.read(split)])
@@ -116,7 +117,7 @@ def test_an_explicit_split_size_is_honoured_exactly(catalog: SqlCatalog,
 def test_small_files_are_never_cut(catalog: SqlCatalog) -> None:
     plan = IcebergSource("db.small", catalog=catalog).bounded_plan()
     assert plan.adaptive_cut(8) is not None  # 3 splits, fewer than 8: cut ...
-    assert list(plan.splits(8)) == list(plan.splits())  # ... but each file under 16 MiB
+    assert list(plan.splits(8)) == list(plan.splits())  # ... but each file under 32 MiB
     assert plan.adaptive_cut(3) is None  # as many splits as wanted: the configured size
 
 
@@ -126,7 +127,7 @@ def test_the_cut_is_deterministic(catalog: SqlCatalog) -> None:
         return [(s.split_id, s.start, s.length, s.ordinal) for s in plan.splits(8)]
 
     first = cut()
-    assert len(first) == 4 and cut() == first
+    assert len(first) == 3 and cut() == first
     plan = IcebergSource("db.big", catalog=catalog).bounded_plan()
     assert list(plan.splits(8)) == list(plan.splits(8))
 

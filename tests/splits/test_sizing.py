@@ -228,11 +228,11 @@ def test_balanced_ranges_cover_the_file_on_offsets(file_size: int, offsets: list
 def test_adaptive_pieces() -> None:
     mib = 1024 * 1024
     cut = AdaptiveCut(scan_bytes=256 * mib, splits=8)
-    assert cut.min_bytes == ADAPTIVE_MIN_SPLIT_BYTES == 16 * mib
+    assert cut.min_bytes == ADAPTIVE_MIN_SPLIT_BYTES == 32 * mib
     assert cut.pieces(256 * mib, 128 * mib) == 8  # one file: all of the count
     assert cut.pieces(128 * mib, 128 * mib) == 4  # half the scan: half of it
-    assert cut.pieces(40 * mib, 128 * mib) == 2  # at most one piece per 16 MiB
-    assert cut.pieces(15 * mib, 128 * mib) == 1  # a small file (an append) is never cut
+    assert cut.pieces(80 * mib, 128 * mib) == 2  # at most one piece per 32 MiB
+    assert cut.pieces(40 * mib, 128 * mib) == 1  # a small file (an append) is never cut
     assert cut.pieces(1, 128 * mib) == 1
     # never a piece larger than the configured size
     assert AdaptiveCut(1024 * mib, 2).pieces(1024 * mib, 128 * mib) == 8
