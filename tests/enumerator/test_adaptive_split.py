@@ -168,3 +168,46 @@ def test_a_stream_keeps_the_configured_size_across_a_restart(catalog: SqlCatalog
             item.ack()
     assert seen == set(whole) and len(whole) == len(byte_ranges(size, offsets, 128 * MIB))
     assert _ids(acked + again).equals(_file_ids(path))  # no row twice, none lost
+
+
+def _catalog_opts(catalog: SqlCatalog) -> dict[str, str]:
+    props = catalog.properties
+    return {"catalog": "test", "catalog.type": "sql", "catalog.uri": props["uri"],
+            "catalog.warehouse": props["warehouse"]}
+
+
+@pytest.mark.parametrize("given", [{}, {"splitSize": str(128 * MIB)}])
+def test_spark_cuts_for_its_partitions(catalog: SqlCatalog, given: dict[str, str]) -> None:
+    """Spark's planner cuts for ``minPartitions`` (``defaultParallelism``), as Iceberg's
+    Spark reader; an explicit ``splitSize`` is kept. Planning only: no Spark session."""
+    pytest.importorskip("pyspark")
+    from icefloe.spark.planning import SparkPlan
+    from icefloe.splits import deserialize_split
+
+    _, path, size, offsets = _big_file(catalog)
+    plan = SparkPlan("db.big", {**_catalog_opts(catalog), "minPartitions": "8",
+                                "columns": "id", **given})
+    tasks = [[deserialize_split(b) for b in task] for task in plan.partitions()]
+    splits = [s for task in tasks for s in task]
+    expected = [(0, size)] if given else \
+        [(0, offsets[3]), (offsets[3], offsets[5] - offsets[3]), (offsets[5], size - offsets[5])]
+    assert [(s.start, s.length) for s in splits] == expected
+    assert len(tasks) == len(splits)  # a split a task: fewer splits than minPartitions
+    reader = SplitReader(plan.bounded().context)
+    assert _ids([b for s in splits for b in reader.read(s)]).equals(_file_ids(path))
+
+
+def test_ray_cuts_for_its_read_tasks(catalog: SqlCatalog) -> None:
+    """Ray's datasource cuts for the parallelism Ray asks of it. Planning, and the read
+    tasks run here: no Ray cluster."""
+    pytest.importorskip("ray.data")
+    from icefloe.ray.datasource import IcefloeDatasource
+
+    _, path, _, _ = _big_file(catalog)
+    tasks = IcefloeDatasource("db.big", catalog, {"columns": "id"}).get_read_tasks(8)
+    assert len(tasks) == 3
+    blocks = [block for task in tasks for block in task()]
+    got = pa.chunked_array([c for b in blocks for c in b.column("id").chunks], pa.int64())
+    assert got.equals(_file_ids(path))
+    explicit = IcefloeDatasource("db.big", catalog, {"splitSize": str(128 * MIB)})
+    assert len(explicit.get_read_tasks(8)) == 1
