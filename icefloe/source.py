@@ -97,9 +97,9 @@ class IcebergSource:
 
         Memory stays bounded (a few batches per reader), whatever the table size.
         Batch order follows split order unless ``preserveOrder=false``. Without a
-        ``splitSize`` option, a read of few large files is cut into more splits
+        ``splitSize`` option, a read of few large local files is cut into more splits
         (:data:`icefloe.local.engine.SPLITS_PER_READER` per thread; the adaptive split
-        size, :meth:`BoundedPlan.adaptive_cut`). Transient
+        size, :meth:`BoundedPlan.adaptive_cut`; not on an object store). Transient
         faults (manifest or data-file reads, see :mod:`icefloe.retry`) are retried per
         :attr:`retry`; a data file is re-read from its last delivered record, so no row
         is repeated or skipped. After ``maxAttempts`` the typed error is raised.
@@ -147,7 +147,8 @@ class IcebergSource:
 
 def _retrying_splits(plan: BoundedPlan, policy: RetryPolicy,
                      target: int | None = None) -> Iterator[FileSplit]:
-    """``plan.splits(target)``, planned again after a transient fault, skipping the splits
+    """``plan.splits(target)`` (cut only for files on the local file system: the local
+    engine's rule), planned again after a transient fault, skipping the splits
     already yielded (planning is deterministic: same snapshot, same order, same ids; the
     plan keeps its adaptive cut of ``target``).
 
@@ -160,7 +161,7 @@ def _retrying_splits(plan: BoundedPlan, policy: RetryPolicy,
     while True:
         produced = 0
         try:
-            for split in plan.splits(target):
+            for split in plan.splits(target, local_only=True):
                 produced += 1
                 if produced <= done:
                     continue

@@ -60,21 +60,25 @@ class BoundedPlan:
     handle: TableHandle
     event_time: EventTimeColumn | None = None
     recut: Callable[[AdaptiveCut], SplitPlanner] | None = None
-    _cuts: dict[int, AdaptiveCut | None] = field(default_factory=dict, compare=False,
-                                                 repr=False)
+    _cuts: dict[tuple[int, bool], AdaptiveCut | None] = field(
+        default_factory=dict, compare=False, repr=False)
 
-    def splits(self, target_splits: int | None = None) -> Iterator[FileSplit]:
+    def splits(self, target_splits: int | None = None,
+               local_only: bool = False) -> Iterator[FileSplit]:
         """The plan's splits in deterministic order (lazily; safe to call again).
 
         ``target_splits`` (the engine's readers; None: cut by ``splitSize`` alone): the
-        adaptive split size (:meth:`adaptive_cut`). The same plan and ``target_splits``
-        give the same splits in every call.
+        adaptive split size (:meth:`adaptive_cut`; ``local_only``: only of files on the
+        local file system). The same plan and arguments give the same splits in every
+        call.
         """
-        cut = None if target_splits is None else self.adaptive_cut(target_splits)
+        cut = None if target_splits is None else \
+            self.adaptive_cut(target_splits, local_only)
         planner = self.planner if cut is None or self.recut is None else self.recut(cut)
         yield from self._planned(planner)
 
-    def adaptive_cut(self, target_splits: int) -> AdaptiveCut | None:
+    def adaptive_cut(self, target_splits: int, local_only: bool = False
+                     ) -> AdaptiveCut | None:
         """Iceberg's adaptive split size (``read.split.adaptive-size.enabled``, as
         ``TableScanUtil.adjustSplitSize``) for ``target_splits`` readers: when the user set
         no ``splitSize`` and the plan at the configured size has fewer than
@@ -82,9 +86,12 @@ class BoundedPlan:
         smaller than 32 MiB on average (:class:`AdaptiveCut`); else None (the configured
         size). Counts the splits of the configured size up to ``target_splits`` (planning
         stops there: a big scan pays for its first manifest only); computed once per
-        count, so a re-planned read (a transient fault) cuts the same splits."""
-        if target_splits in self._cuts:
-            return self._cuts[target_splits]
+        count, so a re-planned read (a transient fault) cuts the same splits. With
+        ``local_only``, None when a file of those splits is not on the local file system
+        (the local engine: on an object store a split's own open costs round trips)."""
+        key = (target_splits, local_only)
+        if key in self._cuts:
+            return self._cuts[key]
         cut = None
         if self.recut is not None and "splitSize" not in self.options.given \
                 and target_splits > 1 and self.planner is not None:
@@ -92,6 +99,8 @@ class BoundedPlan:
             planned = self._planned(self.planner)
             try:
                 for split in planned:
+                    if local_only and not is_local(split.file_path):
+                        count = target_splits
                     count += 1
                     total += split.length
                     if count >= target_splits:
@@ -103,7 +112,7 @@ class BoundedPlan:
                 log.info("adaptive split size of %s: %d splits of %d bytes at splitSize %d, "
                          "cut for %d readers", self.handle.identifier, count, total,
                          self.options.split_size, target_splits)
-        self._cuts[target_splits] = cut
+        self._cuts[key] = cut
         return cut
 
     def _planned(self, planner: SplitPlanner | None) -> Generator[FileSplit, None, None]:
@@ -209,6 +218,12 @@ def plan_bounded(handle: TableHandle, options: SourceOptions) -> BoundedPlan:
              f", after snapshot (exclusive) {start}" if incremental else "")
     return BoundedPlan(snapshot, start, incremental, context, planner, options, handle,
                        event_time, recut)
+
+
+def is_local(path: str) -> bool:
+    """Whether a data file's location is on the local file system (``file:`` or a path
+    without a scheme)."""
+    return path.startswith(("file:", "/")) or "://" not in path
 
 
 def _recut(table_planner: TableSplitPlanner, handle: TableHandle, options: SourceOptions,

@@ -52,13 +52,15 @@ consumer drained the current file (benchmarks/RESULTS.md, the backfill section).
 
 
 SPLITS_PER_READER = 4
-"""A bounded read without ``splitSize`` on this engine is cut into at least this many
-splits per reader thread when its files would give fewer (the adaptive split size:
-:meth:`icefloe.enumerator.bounded.BoundedPlan.adaptive_cut`). More than one a thread
-because of the ordered hand-off: the reader of the next split runs only its run queue
-(:data:`DEFAULT_QUEUE_BATCHES` chunks) ahead of the consumer, so a file in as many splits
-as threads was read by about one thread at a time (benchmarks/RESULTS.md, "Session 13
-(issue 30): the adaptive split size")."""
+"""A bounded read without ``splitSize`` on this engine, of files on the local file system,
+is cut into about this many splits per reader thread when its files would give fewer (the
+adaptive split size: :meth:`icefloe.enumerator.bounded.BoundedPlan.adaptive_cut`). More
+than one a thread because of the ordered hand-off: the reader of the next split runs only
+its run queue (:data:`DEFAULT_QUEUE_BATCHES` chunks) ahead of the consumer, so a file in
+as many splits as threads was read by about one thread at a time. Not on an object store:
+there a split's own open costs round trips, and the cut read 256 MB files 0.75-0.86x as
+fast at 30 ms (1.06-1.23x at 10 ms; benchmarks/RESULTS.md, "Session 13 (issue 30): the
+adaptive split size")."""
 
 
 def target_splits(parallelism: int) -> int:

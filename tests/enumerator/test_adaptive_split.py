@@ -19,6 +19,7 @@ from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.table import Table
 
 from icefloe import IcebergSource
+from icefloe.enumerator.bounded import is_local
 from icefloe.local.engine import SPLITS_PER_READER, target_splits
 from icefloe.reader.split_reader import SplitReader
 from icefloe.splits import byte_ranges
@@ -94,6 +95,13 @@ def test_few_large_files_are_cut_for_the_readers(catalog: SqlCatalog) -> None:
     # fewer readers, fewer pieces: 2 splits of 4 row groups
     halves = list(plan.splits(2))
     assert [s.start for s in halves] == [0, offsets[4]]
+
+
+def test_the_local_engine_cuts_local_files_only(catalog: SqlCatalog) -> None:
+    assert is_local("file:///data/a.parquet") and is_local("/data/a.parquet")
+    assert not is_local("s3://bucket/a.parquet") and not is_local("gs://b/a.parquet")
+    plan = IcebergSource("db.big", catalog=catalog).bounded_plan()
+    assert plan.adaptive_cut(8, local_only=True) == plan.adaptive_cut(8) is not None
 
 
 def test_read_cuts_for_its_threads_and_keeps_the_order(catalog: SqlCatalog) -> None:
