@@ -19,7 +19,7 @@ from icefloe.catalog.handle import TableHandle, open_table
 from icefloe.catalog.loader import open_catalog
 from icefloe.enumerator.bounded import BoundedPlan, plan_bounded
 from icefloe.errors import InvalidOptionError
-from icefloe.local.engine import read_splits
+from icefloe.local.engine import read_splits, target_splits
 from icefloe.options import SourceOptions
 from icefloe.retry import RetryPolicy, is_transient
 from icefloe.splits.split import FileSplit
@@ -96,7 +96,10 @@ class IcebergSource:
         """Batches of the bounded read, from ``parallelism`` reader threads.
 
         Memory stays bounded (a few batches per reader), whatever the table size.
-        Batch order follows split order unless ``preserveOrder=false``. Transient
+        Batch order follows split order unless ``preserveOrder=false``. Without a
+        ``splitSize`` option, a read of few large local files is cut into more splits
+        (:data:`icefloe.local.engine.SPLITS_PER_READER` per thread; the adaptive split
+        size, :meth:`BoundedPlan.adaptive_cut`; not on an object store). Transient
         faults (manifest or data-file reads, see :mod:`icefloe.retry`) are retried per
         :attr:`retry`; a data file is re-read from its last delivered record, so no row
         is repeated or skipped. After ``maxAttempts`` the typed error is raised.
@@ -110,7 +113,8 @@ class IcebergSource:
         """Non-empty batches of ``plan``, planning and reading under :attr:`retry`."""
         retry = self.retry
         return (item.batch for item in read_splits(
-                    _retrying_splits(plan, retry), plan.context, parallelism,
+                    _retrying_splits(plan, retry, target_splits(parallelism)),
+                    plan.context, parallelism,
                     plan.options.preserve_order, retry=retry)
                 if item.batch.num_rows)
 
@@ -141,9 +145,12 @@ class IcebergSource:
         return LocalStream(self, checkpoint=checkpoint, parallelism=parallelism, **kwargs)
 
 
-def _retrying_splits(plan: BoundedPlan, policy: RetryPolicy) -> Iterator[FileSplit]:
-    """``plan.splits()``, planned again after a transient fault, skipping the splits
-    already yielded (planning is deterministic: same snapshot, same order, same ids).
+def _retrying_splits(plan: BoundedPlan, policy: RetryPolicy,
+                     target: int | None = None) -> Iterator[FileSplit]:
+    """``plan.splits(target)`` (cut only for files on the local file system: the local
+    engine's rule), planned again after a transient fault, skipping the splits
+    already yielded (planning is deterministic: same snapshot, same order, same ids; the
+    plan keeps its adaptive cut of ``target``).
 
     Runs on the caller's (driver) thread. Gives up as :func:`call_with_retry` does:
     a permanent error at once, a transient one after ``policy.max_attempts``
@@ -154,7 +161,7 @@ def _retrying_splits(plan: BoundedPlan, policy: RetryPolicy) -> Iterator[FileSpl
     while True:
         produced = 0
         try:
-            for split in plan.splits():
+            for split in plan.splits(target, local_only=True):
                 produced += 1
                 if produced <= done:
                     continue

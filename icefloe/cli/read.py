@@ -84,10 +84,11 @@ def _read_local(src: Any, args: argparse.Namespace, stage: Staged | None) -> tup
     """Read with local threads; write to ``stage`` when given. Returns (rows, splits)."""
     import pyarrow.parquet as pq
 
-    from icefloe.local.engine import read_splits
+    from icefloe.local.engine import read_splits, target_splits
 
     plan = src.bounded_plan()
-    total = sum(1 for _ in plan.splits())
+    target = target_splits(args.parallelism)  # the splits IcebergSource.read cuts
+    total = sum(1 for _ in plan.splits(target, local_only=True))
     if plan.options.net_changes:  # the net effect of a changelog range needs all of it
         table = src.to_arrow(args.parallelism)
         if stage is not None:
@@ -104,8 +105,9 @@ def _read_local(src: Any, args: argparse.Namespace, stage: Staged | None) -> tup
             path = path / "part-00000.parquet"
         writer = pq.ParquetWriter(path, plan.context.arrow_schema)
     try:
-        for item in read_splits(plan.splits(), plan.context, args.parallelism,
-                                plan.options.preserve_order, retry=src.retry):
+        for item in read_splits(plan.splits(target, local_only=True), plan.context,
+                                args.parallelism, plan.options.preserve_order,
+                                retry=src.retry):
             if item.batch.num_rows and writer is not None:
                 writer.write_batch(item.batch)
             progress.update(rows=item.batch.num_rows, nbytes=item.batch.nbytes,

@@ -11,9 +11,10 @@ Runs on the driver. Cases (all on the configured ref):
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass, field
 
 from pyiceberg.schema import Schema
 from pyiceberg.table.snapshots import Snapshot
@@ -28,6 +29,7 @@ from icefloe.enumerator.row_lineage import with_row_lineage
 from icefloe.errors import LineageBreakError, SnapshotNotFoundError
 from icefloe.options import SourceOptions
 from icefloe.reader.context import ReadContext
+from icefloe.splits.sizing import AdaptiveCut
 from icefloe.splits.split import FileSplit
 
 log = logging.getLogger(__name__)
@@ -45,6 +47,8 @@ class BoundedPlan:
         planner: plans the splits (iterate :meth:`splits`, lazily).
         event_time: ``watermarkColumn`` resolved (None: file order): the splits come in
             event-time order, a range's snapshots merged into one order.
+        recut: the planner with its files cut by an :class:`AdaptiveCut` (None: the plan
+            is never cut adaptively: a changelog read).
     """
 
     snapshot: Snapshot | None
@@ -55,13 +59,67 @@ class BoundedPlan:
     options: SourceOptions
     handle: TableHandle
     event_time: EventTimeColumn | None = None
+    recut: Callable[[AdaptiveCut], SplitPlanner] | None = None
+    _cuts: dict[tuple[int, bool], AdaptiveCut | None] = field(
+        default_factory=dict, compare=False, repr=False)
 
-    def splits(self) -> Iterator[FileSplit]:
-        """The plan's splits in deterministic order (lazily; safe to call again)."""
-        if self.snapshot is None or self.planner is None:
+    def splits(self, target_splits: int | None = None,
+               local_only: bool = False) -> Iterator[FileSplit]:
+        """The plan's splits in deterministic order (lazily; safe to call again).
+
+        ``target_splits`` (the engine's readers; None: cut by ``splitSize`` alone): the
+        adaptive split size (:meth:`adaptive_cut`; ``local_only``: only of files on the
+        local file system). The same plan and arguments give the same splits in every
+        call.
+        """
+        cut = None if target_splits is None else \
+            self.adaptive_cut(target_splits, local_only)
+        planner = self.planner if cut is None or self.recut is None else self.recut(cut)
+        yield from self._planned(planner)
+
+    def adaptive_cut(self, target_splits: int, local_only: bool = False
+                     ) -> AdaptiveCut | None:
+        """Iceberg's adaptive split size (``read.split.adaptive-size.enabled``, as
+        ``TableScanUtil.adjustSplitSize``) for ``target_splits`` readers: when the user set
+        no ``splitSize`` and the plan at the configured size has fewer than
+        ``target_splits`` splits, the cut that makes about ``target_splits`` of them, none
+        smaller than 32 MiB on average (:class:`AdaptiveCut`); else None (the configured
+        size). Counts the splits of the configured size up to ``target_splits`` (planning
+        stops there: a big scan pays for its first manifest only); computed once per
+        count, so a re-planned read (a transient fault) cuts the same splits. With
+        ``local_only``, None when a file of those splits is not on the local file system
+        (the local engine: on an object store a split's own open costs round trips)."""
+        key = (target_splits, local_only)
+        if key in self._cuts:
+            return self._cuts[key]
+        cut = None
+        if self.recut is not None and "splitSize" not in self.options.given \
+                and target_splits > 1 and self.planner is not None:
+            count = total = 0
+            planned = self._planned(self.planner)
+            try:
+                for split in planned:
+                    if local_only and not is_local(split.file_path):
+                        count = target_splits
+                    count += 1
+                    total += split.length
+                    if count >= target_splits:
+                        break
+            finally:
+                planned.close()
+            if 0 < count < target_splits and total > 0:
+                cut = AdaptiveCut(total, target_splits)
+                log.info("adaptive split size of %s: %d splits of %d bytes at splitSize %d, "
+                         "cut for %d readers", self.handle.identifier, count, total,
+                         self.options.split_size, target_splits)
+        self._cuts[key] = cut
+        return cut
+
+    def _planned(self, planner: SplitPlanner | None) -> Generator[FileSplit, None, None]:
+        if self.snapshot is None or planner is None:
             return
         if not self.incremental:
-            yield from self.planner.plan_snapshot(self.snapshot)
+            yield from planner.plan_snapshot(self.snapshot)
             return
         chain = snapshots_between(
             self.handle.metadata, self.snapshot, self.start_snapshot_id_exclusive,
@@ -69,11 +127,10 @@ class BoundedPlan:
         )
         emitted = (s for s in chain if self._emits(s))
         if self.event_time is not None:
-            yield from merge_units([self.planner.plan_added(s) for s in emitted],
-                                   self.event_time)
+            yield from merge_units([planner.plan_added(s) for s in emitted], self.event_time)
             return
         for snapshot in emitted:
-            yield from self.planner.plan_added(snapshot)
+            yield from planner.plan_added(snapshot)
 
     def _emits(self, snapshot: Snapshot) -> bool:
         if decide(snapshot, self.options) is Action.EMIT:
@@ -145,6 +202,7 @@ def plan_bounded(handle: TableHandle, options: SourceOptions) -> BoundedPlan:
         options.split_size, event_time=event_time,
     )
     planner: SplitPlanner
+    recut = None
     if options.changelog:
         chain = [] if snapshot is None else \
             snapshots_between(handle.metadata, snapshot, start, what=what)
@@ -154,8 +212,22 @@ def plan_bounded(handle: TableHandle, options: SourceOptions) -> BoundedPlan:
     else:
         planner = with_row_lineage(table_planner, handle.io, options.metadata_columns,
                                    handle.metadata.format_version)
+        recut = functools.partial(_recut, table_planner, handle, options)
     log.info("bounded plan of %s: snapshot %s%s", handle.identifier,
              snapshot.snapshot_id if snapshot else None,
              f", after snapshot (exclusive) {start}" if incremental else "")
     return BoundedPlan(snapshot, start, incremental, context, planner, options, handle,
-                       event_time)
+                       event_time, recut)
+
+
+def is_local(path: str) -> bool:
+    """Whether a data file's location is on the local file system (``file:`` or a path
+    without a scheme)."""
+    return path.startswith(("file:", "/")) or "://" not in path
+
+
+def _recut(table_planner: TableSplitPlanner, handle: TableHandle, options: SourceOptions,
+           cut: AdaptiveCut) -> SplitPlanner:
+    """:func:`plan_bounded`'s planner with its files cut by ``cut``."""
+    return with_row_lineage(table_planner.with_cut(cut), handle.io, options.metadata_columns,
+                            handle.metadata.format_version)

@@ -10,6 +10,7 @@ in event-time order instead (:mod:`icefloe.enumerator.event_time`).
 
 from __future__ import annotations
 
+import copy
 import itertools
 import logging
 from collections.abc import Callable, Iterable, Iterator
@@ -36,7 +37,7 @@ from icefloe.enumerator.discovery import (
 )
 from icefloe.enumerator.event_time import EventTimeColumn, order_unit
 from icefloe.enumerator.manifest_decoder import FileStats
-from icefloe.splits.sizing import byte_ranges
+from icefloe.splits.sizing import AdaptiveCut, balanced_ranges, byte_ranges
 from icefloe.splits.split import FileSplit, new_split, split_id_maker
 
 if TYPE_CHECKING:
@@ -105,6 +106,13 @@ class TableSplitPlanner:
             renumbered (:mod:`icefloe.enumerator.event_time`); None: file order, lazily.
         filter_renames: ``(name as typed, name in schema)`` of the filter's columns
             renamed since it was typed (:mod:`icefloe.reader.names`).
+
+    Attributes:
+        adaptive: None (the default): files are cut by ``split_size``
+            (:func:`~icefloe.splits.sizing.byte_ranges`); an
+            :class:`~icefloe.splits.sizing.AdaptiveCut`: each file into the pieces it
+            gives (:func:`~icefloe.splits.sizing.balanced_ranges`). Set on a copy by a
+            bounded plan only (:meth:`with_cut`), never by a stream's enumerator.
     """
 
     def __init__(self, metadata: TableMetadata, io: FileIO, schema: Schema,
@@ -127,6 +135,28 @@ class TableSplitPlanner:
         )
         self._ids: tuple[int, Callable[[str, int, int], str]] | None = None
         self.partitions = PartitionValues()
+        self.adaptive: AdaptiveCut | None = None
+
+    def with_cut(self, cut: AdaptiveCut | None) -> TableSplitPlanner:
+        """A planner like this one whose files are cut by ``cut`` (this one is unchanged;
+        the copy shares its caches)."""
+        other = copy.copy(self)
+        other.adaptive = cut
+        return other
+
+    def ranges(self, size: int, split_offsets: list[int] | None) -> list[tuple[int, int]]:
+        """The ``(start, length)`` ranges a file of ``size`` bytes is cut into."""
+        cut = self.adaptive
+        if cut is None:
+            return byte_ranges(size, split_offsets, self.split_size)
+        return balanced_ranges(size, split_offsets, cut.pieces(size, self.split_size))
+
+    def whole(self, size: int) -> bool:
+        """Whether a file of ``size`` bytes is one split (a larger one never is less)."""
+        cut = self.adaptive
+        if cut is None:
+            return size <= self.split_size
+        return cut.pieces(size, self.split_size) == 1
 
     def split_ids(self, snapshot_id: int) -> Callable[[str, int, int], str]:
         """:func:`split_id_maker` of ``snapshot_id`` (the last one made is kept: planning
@@ -155,11 +185,11 @@ class TableSplitPlanner:
         """The splits of one data file, ordinals from ``first_ordinal`` (byte-range order)."""
         applied = deletes.for_data_file(seq, path, spec_id, partition) if deletes else ()
         split_id = self.split_ids(snapshot_id)
-        if size <= self.split_size:  # one range: what byte_ranges returns, without the call
+        if self.whole(size):  # one range: what ranges() returns, without the call
             return [new_split(split_id(path, 0, size), path, fmt, 0, size,
                               records, size, records, spec_id, partition, snapshot_id, seq,
                               first_ordinal, applied)]
-        ranges = byte_ranges(size, split_offsets, self.split_size)
+        ranges = self.ranges(size, split_offsets)
         out = []
         for i, (start, length) in enumerate(ranges):
             part_records = records if len(ranges) == 1 else \
@@ -341,7 +371,6 @@ class TableSplitPlanner:
         one split each is counted, never built."""
         import numpy as np  # imported when planning, not with the module
 
-        split_size = self.split_size
         split_id = self.split_ids(snapshot_id)
         many_ids = columnar.native_split_ids()
         unfiltered = self.filters.metrics_ok is None
@@ -353,7 +382,7 @@ class TableSplitPlanner:
             if not n:
                 continue
             spec_id = decoded.manifest.partition_spec_id
-            if deletes is None and max(files.file_size) <= split_size:  # one split a file
+            if deletes is None and self.whole(max(files.file_size)):  # one split a file
                 if ordinal + n <= start_ordinal:
                     ordinal += n
                     continue

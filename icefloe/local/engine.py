@@ -38,8 +38,8 @@ from icefloe.reader.split_reader import SplitReader
 from icefloe.retry import NO_RETRY, RetryListener, RetryPolicy
 from icefloe.splits.split import FileSplit
 
-__all__ = ["DEFAULT_QUEUE_BATCHES", "DEFAULT_RUN_SPLITS", "SplitBatch", "read_batches",
-           "read_splits"]
+__all__ = ["DEFAULT_QUEUE_BATCHES", "DEFAULT_RUN_SPLITS", "SPLITS_PER_READER", "SplitBatch",
+           "read_batches", "read_splits", "target_splits"]
 
 DEFAULT_RUN_SPLITS = 256
 """Most splits one reader thread claims as a run."""
@@ -49,6 +49,24 @@ DEFAULT_QUEUE_BATCHES = 8
 of records (so in order, the next run's reader runs that far ahead of the consumer).
 Was 4: with 1M-row files the next run's reader then stopped after 4 chunks while the
 consumer drained the current file (benchmarks/RESULTS.md, the backfill section)."""
+
+
+SPLITS_PER_READER = 4
+"""A bounded read without ``splitSize`` on this engine, of files on the local file system,
+is cut into about this many splits per reader thread when its files would give fewer (the
+adaptive split size: :meth:`icefloe.enumerator.bounded.BoundedPlan.adaptive_cut`). More
+than one a thread because of the ordered hand-off: the reader of the next split runs only
+its run queue (:data:`DEFAULT_QUEUE_BATCHES` chunks) ahead of the consumer, so a file in
+as many splits as threads was read by about one thread at a time. Not on an object store:
+there a split's own open costs round trips, and the cut read 256 MB files 0.75-0.86x as
+fast at 30 ms (1.06-1.23x at 10 ms; benchmarks/RESULTS.md, "Session 13 (issue 30): the
+adaptive split size")."""
+
+
+def target_splits(parallelism: int) -> int:
+    """The splits a bounded read on ``parallelism`` reader threads is cut into at least
+    (:data:`SPLITS_PER_READER` per thread), where its files allow it."""
+    return SPLITS_PER_READER * max(parallelism, 1)
 
 
 def read_splits(

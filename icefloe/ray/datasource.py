@@ -3,7 +3,8 @@
 The datasource runs on the driver: it opens the catalog, resolves the bounded plan
 and packs the plan's splits into read tasks (:func:`icefloe.splits.pack_for`, about
 ``splitSize`` bytes each, never fewer tasks than Ray's requested parallelism when
-there are enough splits). A read task carries only serialized split bytes and the
+there are enough splits; a plan of fewer splits is cut into more when ``splitSize`` is
+not set, the adaptive split size). A read task carries only serialized split bytes and the
 plan's :class:`~icefloe.reader.ReadContext`: its read function is the module-level
 :func:`read_task_blocks` bound with :func:`functools.partial`, so nothing of the
 datasource (catalog, table metadata, plan) is pickled into it.
@@ -203,6 +204,11 @@ class IcefloeDatasource(Datasource):
                        data_context: DataContext | None = None) -> list[ReadTask]:
         """One read task per pack of splits. Runs on the driver.
 
+        A plan of fewer splits than ``parallelism`` is cut into about that many when
+        ``splitSize`` is not set (the adaptive split size:
+        :meth:`~icefloe.enumerator.bounded.BoundedPlan.adaptive_cut`; its files' pieces
+        no smaller than 32 MiB on average).
+
         Metadata is honest: ``num_rows`` is the sum of the splits' record counts only
         when they are exact (whole files, no delete files, no filter; else None); ``size_bytes``
         the on-disk bytes of the ranges read; ``input_files`` the data files.
@@ -211,8 +217,12 @@ class IcefloeDatasource(Datasource):
         if not splits:
             return []
         opts = plan.options
+        wanted = max(parallelism, 1)
+        if not opts.net_changes and plan.adaptive_cut(wanted) is not None:
+            # fewer splits than tasks asked for: cut for them (the adaptive split size)
+            splits = list(plan.splits(wanted))
         groups = [splits] if opts.net_changes else pack_for(  # net changes: one task
-            splits, opts.split_size, opts.split_open_file_cost, max(parallelism, 1))
+            splits, opts.split_size, opts.split_open_file_cost, wanted)
         context = plan.context
         output_columns = self._output_columns(context)
         schema = self.output_schema()

@@ -32,13 +32,19 @@ TABLE_KEYS = ("path", "table")
 """Options naming the table: ``load("ns.events")`` sets ``path``."""
 
 
+def min_tasks(options: SourceOptions) -> int:
+    """The Spark tasks a read spreads over at least: ``minPartitions`` (default: the cores
+    of the machine that plans, which is the driver's; ``icefloe.spark.read`` passes the
+    session's ``defaultParallelism``)."""
+    return options.min_partitions or os.cpu_count() or 1
+
+
 def spark_tasks(splits: Iterable[FileSplit], options: SourceOptions) -> list[list[FileSplit]]:
     """Splits packed into Spark tasks as Spark sizes file partitions: about ``splitSize``
-    bytes each, but small enough for at least ``minPartitions`` tasks (default: the
-    cores of the machine that plans, which is the driver's; ``icefloe.spark.read`` passes
-    the session's ``defaultParallelism``). Runs on the driver."""
-    min_tasks = options.min_partitions or os.cpu_count() or 1
-    return pack_for(splits, options.split_size, options.split_open_file_cost, min_tasks)
+    bytes each, but small enough for at least :func:`min_tasks` tasks. Runs on the
+    driver."""
+    return pack_for(splits, options.split_size, options.split_open_file_cost,
+                    min_tasks(options))
 
 
 def _case_map() -> dict[str, str]:
@@ -197,14 +203,17 @@ class SparkPlan:
         return self.bounded().context.arrow_schema
 
     def partitions(self) -> list[tuple[bytes, ...]]:
-        """Serialized splits packed into tasks (:func:`spark_tasks`), in plan order."""
+        """Serialized splits packed into tasks (:func:`spark_tasks`), in plan order; a
+        plan of fewer splits than :func:`min_tasks` is cut into about that many when
+        ``splitSize`` is not set (the adaptive split size, as Iceberg's Spark reader with
+        its ``defaultParallelism``: :meth:`BoundedPlan.adaptive_cut`)."""
         plan = self.bounded()
         options = plan.options
         if options.net_changes:  # the net effect of a range is computed in one task
             tasks = [tuple(serialize_split(split) for split in plan.splits())]
         else:
             tasks = [tuple(serialize_split(split) for split in task)
-                     for task in spark_tasks(plan.splits(), options)]
+                     for task in spark_tasks(plan.splits(min_tasks(options)), options)]
         log.info("planned %d split(s) in %d Spark partition(s) for %s (filter %r)",
                  sum(len(t) for t in tasks), len(tasks), self.table, options.filter)
         return tasks

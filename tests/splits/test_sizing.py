@@ -17,6 +17,7 @@ from pyiceberg.table import Table
 from icefloe import IcebergSource
 from icefloe.reader.split_reader import SplitReader
 from icefloe.splits import DeleteFileRef, FileSplit, byte_ranges, pack
+from icefloe.splits.sizing import ADAPTIVE_MIN_SPLIT_BYTES, AdaptiveCut, balanced_ranges
 from tests.conftest import assert_same_rows
 from tests.helpers.tables import live_data_files, make_table, rows
 
@@ -190,3 +191,48 @@ def test_packing_a_real_plan(big_table: Table, catalog: SqlCatalog) -> None:
     tasks = list(pack(splits, target_size=3 * splits[0].length, open_file_cost=1))
     assert 1 < len(tasks) < len(splits)
     assert [s for task in tasks for s in task] == splits
+
+
+# --------------------------------------------------------------------------- adaptive cut
+
+
+def test_balanced_ranges_cut_at_the_nearest_row_group_start() -> None:
+    offsets = [4, 30, 60, 90]
+    assert balanced_ranges(130, offsets, 2) == [(0, 60), (60, 70)]
+    assert balanced_ranges(130, offsets, 3) == [(0, 30), (30, 60), (90, 40)]
+    # more pieces than row groups: one range a row group (the first start is no cut)
+    assert balanced_ranges(130, offsets, 8) == [(0, 30), (30, 30), (60, 30), (90, 40)]
+    assert balanced_ranges(100, [4], 4) == [(0, 100)]
+    assert balanced_ranges(130, offsets, 1) == [(0, 130)]
+
+
+def test_balanced_ranges_without_offsets_are_fixed_size() -> None:
+    assert balanced_ranges(250, None, 3) == [(0, 84), (84, 84), (168, 82)]
+    assert balanced_ranges(250, [], 1) == [(0, 250)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(file_size=st.integers(2, 10_000),
+       offsets=st.lists(st.integers(0, 10_000), max_size=30),
+       pieces=st.integers(1, 40))
+def test_balanced_ranges_cover_the_file_on_offsets(file_size: int, offsets: list[int],
+                                                   pieces: int) -> None:
+    ranges = balanced_ranges(file_size, offsets, pieces)
+    _covers(ranges, file_size)
+    assert len(ranges) <= pieces
+    inside = [o for o in offsets if 0 <= o < file_size]
+    if inside:  # every range starts at 0 or at a row group's first byte
+        assert all(start == 0 or start in inside for start, _ in ranges)
+
+
+def test_adaptive_pieces() -> None:
+    mib = 1024 * 1024
+    cut = AdaptiveCut(scan_bytes=256 * mib, splits=8)
+    assert cut.min_bytes == ADAPTIVE_MIN_SPLIT_BYTES == 32 * mib
+    assert cut.pieces(256 * mib, 128 * mib) == 8  # one file: all of the count
+    assert cut.pieces(128 * mib, 128 * mib) == 4  # half the scan: half of it
+    assert cut.pieces(80 * mib, 128 * mib) == 2  # at most one piece per 32 MiB
+    assert cut.pieces(40 * mib, 128 * mib) == 1  # a small file (an append) is never cut
+    assert cut.pieces(1, 128 * mib) == 1
+    # never a piece larger than the configured size
+    assert AdaptiveCut(1024 * mib, 2).pieces(1024 * mib, 128 * mib) == 8
