@@ -88,8 +88,9 @@ class FileReader:
                      use_threads: bool | None = None) -> Iterator[tuple[pa.RecordBatch, int]]:
         """:meth:`read_progress` of a Parquet split whose file is ``opened`` (the caller
         closes it and translates I/O errors: see :func:`icefloe.reader.open_file.read_failed`).
-        ``use_threads``: decode a local file's columns on Arrow's threads (None: by the
-        split's size, :func:`icefloe.reader.ranges.parquet_batches`)."""
+        ``use_threads``: decode the file's columns in parallel on Arrow's threads (None:
+        by the split's size, :func:`icefloe.reader.ranges.parquet_batches`; a large split
+        on an object store read in ranges keeps that rule)."""
         pf = opened.reader
         selected = row_group_range(pf, split)
         if selected is None:

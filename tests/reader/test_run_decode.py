@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.io.pyarrow import schema_to_pyarrow
@@ -90,7 +91,6 @@ def test_a_run_of_mib_files_decodes_on_the_reader_thread(
 
 
 def _first_id(path: str) -> int:
-    import pyarrow.parquet as pq
-
+    """The first id of a data file, read by PyArrow (not icefloe)."""
     return int(pq.read_table(path.removeprefix("file://"), columns=["id"])
                .column("id")[0].as_py())
