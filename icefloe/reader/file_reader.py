@@ -84,10 +84,13 @@ class FileReader:
         finally:
             opened.close()
 
-    def read_parquet(self, split: FileSplit, opened: ParquetFile
-                     ) -> Iterator[tuple[pa.RecordBatch, int]]:
+    def read_parquet(self, split: FileSplit, opened: ParquetFile,
+                     use_threads: bool | None = None) -> Iterator[tuple[pa.RecordBatch, int]]:
         """:meth:`read_progress` of a Parquet split whose file is ``opened`` (the caller
-        closes it and translates I/O errors: see :func:`icefloe.reader.open_file.read_failed`)."""
+        closes it and translates I/O errors: see :func:`icefloe.reader.open_file.read_failed`).
+        ``use_threads``: decode the file's columns in parallel on Arrow's threads (None:
+        by the split's size, :func:`icefloe.reader.ranges.parquet_batches`; a large split
+        on an object store read in ranges keeps that rule)."""
         pf = opened.reader
         selected = row_group_range(pf, split)
         if selected is None:
@@ -99,7 +102,7 @@ class FileReader:
                                       self.prefetch)
         else:
             def raw(plan: FilePlan) -> Iterator[pa.RecordBatch]:
-                return parquet_batches(pf, selected.units, split, size, plan)
+                return parquet_batches(pf, selected.units, split, size, plan, use_threads)
         yield from self.read_file(split, pf.schema_arrow, raw, selected.first_position,
                                   selected.skip)
 

@@ -17,7 +17,11 @@ as a zero-copy slice of the result.
 
 Only files whose projection is a plain relabel-and-cast (the fast path: no filter, no
 metadata or partition-value columns) are gathered; every other file of the run goes
-through :meth:`FileReader.read_parquet` as it would alone. The contract is
+through :meth:`FileReader.read_parquet` as it would alone, except that every file of a
+run decodes on the reader's own thread (``use_threads=False``): with a run's many files
+the engine's other reader threads keep the cores busy, and Arrow's per-column tasks on
+its pool (a thread hand-off per column and batch) cost more CPU and time than they save
+(benchmarks/RESULTS.md, "Defaults matrix", session 13: per-file CPU). The contract is
 :meth:`SplitReader.read_run`'s: items in split order, every split with records complete
 before the next one starts; on an error nothing of the gathered, unsent files was
 delivered, so the caller resumes split by split at the first split it has not finished.
@@ -105,7 +109,8 @@ def _read(reader: FileReader, splits: Sequence[FileSplit], window: PrefetchWindo
                     or plan.missing_ids:
                 yield from flush()
                 consumed = 0
-                for batch, consumed in reader.read_parquet(split, opened):
+                # on this thread: Arrow's column tasks cost more than they save here
+                for batch, consumed in reader.read_parquet(split, opened, use_threads=False):
                     yield index, batch, consumed
                 check_complete(split, consumed)
                 continue

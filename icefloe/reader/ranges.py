@@ -27,7 +27,9 @@ from icefloe.splits.split import FileSplit
 THREADED_DECODE_BYTES = 1024 * 1024
 """Below this many bytes a split decodes on the calling thread: for small files Arrow's
 per-column thread tasks cost more than they save (the engine already runs readers in
-parallel)."""
+parallel). A run of small files (:mod:`icefloe.reader.groups`) decodes every file on the
+calling thread, whatever its size (up to the runs' 8 MiB): the other reader threads keep
+the cores busy with the run's neighbours."""
 
 
 class Range(NamedTuple):
@@ -77,12 +79,16 @@ def row_group_range(pf: ParquetReader, split: FileSplit) -> Range | None:
 
 
 def parquet_batches(pf: ParquetReader, row_groups: list[int], split: FileSplit,
-                    batch_size: int, plan: FilePlan) -> Iterator[pa.RecordBatch]:
+                    batch_size: int, plan: FilePlan, use_threads: bool | None = None
+                    ) -> Iterator[pa.RecordBatch]:
     """The raw batches (at most ``batch_size`` rows; zero-copy slices of larger decodes)
-    of ``row_groups``, in ``plan``'s columns; decoded on Arrow's threads only for splits
-    of at least :data:`THREADED_DECODE_BYTES`."""
+    of ``row_groups``, in ``plan``'s columns; decoded on Arrow's threads (its columns in
+    parallel) when ``use_threads``, None: only for splits of at least
+    :data:`THREADED_DECODE_BYTES`."""
+    if use_threads is None:
+        use_threads = split.length >= THREADED_DECODE_BYTES
     return sliced(pf.iter_batches(decode_rows(batch_size), row_groups, column_indices(pf, plan),
-                                  use_threads=split.length >= THREADED_DECODE_BYTES),
+                                  use_threads=use_threads),
                   batch_size)
 
 
