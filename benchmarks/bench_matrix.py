@@ -356,7 +356,7 @@ def measure_cells(scale: str, only: set[str] | None = None, path: Path | None = 
     recorded: dict[str, dict[str, Any]] = json.loads(path.read_text()) if path.exists() else {}
     todo = [c for c in cells(scale) if only is None or _key(*c) in only]
     from icefloe import tune
-    from icefloe.tuning.grid import label
+    from icefloe.tuning.grid import label, option_texts
 
     with links() as where:
         for size, row_groups in dict.fromkeys((s, g) for s, g, _ in todo):
@@ -368,8 +368,7 @@ def measure_cells(scale: str, only: set[str] | None = None, path: Path | None = 
                 started = time.perf_counter()
                 budget = next(b for s, b in sorted(TUNE_BUDGETS.items()) if size <= s)
                 result = tune(identifier, catalog=where.catalog(link), budget=budget)
-                tuned = {k: str(v) for k, v in result.candidate.items()
-                         if k in ("splitSize", "ioConcurrency", "batchSize")}
+                tuned = option_texts(result.candidate, "local")  # "auto": not an option
                 threads = int(result.candidate["parallelism"])
                 tune_text = f"{result.verdict}: {label(result.candidate, result.baseline)} " \
                             f"({result.ratio:.2f}x, noise {result.noise * 100:.0f} %; " \

@@ -32,7 +32,10 @@ KNOBS = ("parallelism", "splitSize", "ioConcurrency", "batchSize")
 """Swept in this order (one at a time, the best value of each kept for the next)."""
 
 Value = int | str
-"""A knob's value: an integer, or ``auto`` (``ioConcurrency``)."""
+"""A knob's value: an integer, or ``auto``: ``ioConcurrency``'s default, and ``splitSize``'s
+when the read gives none (the engine's adaptive split size: the configured size, files
+cut into more splits where the read would have fewer than the engine's readers;
+:meth:`icefloe.enumerator.bounded.BoundedPlan.adaptive_cut`)."""
 
 Setting = dict[str, Value]
 """A value for every knob."""
@@ -49,7 +52,8 @@ def baseline(options: SourceOptions, engine: str, parallelism: int) -> Setting:
     io: Value = "auto" if options.io_concurrency is None else options.io_concurrency
     if engine == "spark" and options.min_partitions:
         parallelism = options.min_partitions
-    return {"parallelism": parallelism, "splitSize": options.split_size,
+    split: Value = options.split_size if "splitSize" in options.given else "auto"
+    return {"parallelism": parallelism, "splitSize": split,
             "ioConcurrency": io, "batchSize": options.batch_size}
 
 
@@ -64,14 +68,18 @@ def grid(shape: TableShape, engine: str, base: Setting, cpus: int) -> dict[str, 
         pars = {max(1, par // 2), par, 2 * par, 4 * par}
     most = min(64, shape.most_splits or 64)  # threads / tasks beyond the splits idle
     out["parallelism"] = sorted(p for p in pars | {par} if 1 <= p <= most or p == par <= 64)
-    split_size = int(base["splitSize"])
+    split_size = SourceOptions().split_size if base["splitSize"] == "auto" \
+        else int(base["splitSize"])
     if shape.row_groups > 1 and shape.median_file_bytes > MIB:
         median = shape.median_file_bytes
         sizes = {split_size, median // 2, median // 4, int(median / shape.row_groups * 0.9)}
         if median > split_size:
             sizes.add(2 * split_size)
         sizes = {max(64 * KIB, s // KIB * KIB) for s in sizes if s < median or s == split_size}
-        out["splitSize"] = sorted(sizes)
+        if base["splitSize"] == "auto":  # the default cut first, then explicit sizes
+            out["splitSize"] = ["auto", *sorted(sizes)]
+        else:
+            out["splitSize"] = sorted(sizes)
     if shape.remote:
         out["ioConcurrency"] = _with(list(IO_CONCURRENCIES), base["ioConcurrency"])
     rows_per_file = shape.rows / max(shape.files, 1)
@@ -95,6 +103,8 @@ def check_value(knob: str, value: Any) -> Value:
     if knob not in KNOBS:
         raise InvalidOptionError(knob, f"is not a knob icefloe tune sweeps; give one of "
                                  f"{', '.join(KNOBS)}")
+    if knob == "splitSize" and str(value).strip().lower() == "auto":
+        return "auto"
     parsed = SourceOptions.parse({knob: value})
     if knob == "ioConcurrency":
         return "auto" if parsed.io_concurrency is None else parsed.io_concurrency
@@ -122,7 +132,8 @@ def parse_sweep(sweep: Mapping[str, Sequence[Any] | str]) -> dict[str, list[Valu
 def option_texts(setting: Setting, engine: str) -> dict[str, str]:
     """The source options of ``setting`` (``parallelism`` is one only on Spark, as
     ``minPartitions``)."""
-    out = {k: str(setting[k]) for k in ("splitSize", "ioConcurrency", "batchSize")}
+    out = {k: str(setting[k]) for k in ("splitSize", "ioConcurrency", "batchSize")
+           if not (k == "splitSize" and setting[k] == "auto")}  # not an option value
     if engine == "spark":
         out["minPartitions"] = str(setting["parallelism"])
     return out

@@ -124,7 +124,7 @@ class TuneResult:
             return {}
         new = option_texts(self.recommended, self.engine)
         old = option_texts(self.baseline, self.engine)
-        return {k: v for k, v in new.items() if old[k] != v}
+        return {k: v for k, v in new.items() if old.get(k) != v}
 
     def parallelism(self) -> int | None:
         """The recommended reader threads (local) or read tasks (``override_num_blocks``,

@@ -32,6 +32,7 @@ from pyiceberg.catalog import Catalog
 
 from icefloe.enumerator.bounded import plan_bounded
 from icefloe.errors import InvalidOptionError
+from icefloe.local.engine import target_splits
 from icefloe.options import SourceOptions
 from icefloe.source import IcebergSource
 from icefloe.splits.split import FileSplit
@@ -176,7 +177,7 @@ class _Bench:
         self.io = io
         self.sample: tuple[Part, ...] = ()
         self.loops = 1
-        self._splits: dict[tuple[int, tuple[Part, ...]], list[FileSplit]] = {}
+        self._splits: dict[tuple[Any, int, tuple[Part, ...]], list[FileSplit]] = {}
         self._footers: dict[str, RowGroups | None] = {}
 
     def resample(self, target_bytes: int) -> list[Part]:
@@ -190,28 +191,39 @@ class _Bench:
         return sample_parts(self.files, target_bytes, groups_of)
 
     def work(self, setting: Setting) -> Work:
+        """The sample's splits under ``setting``: cut at its ``splitSize``, or where it is
+        ``auto`` as the engine cuts a read without one (the adaptive split size for the
+        setting's ``parallelism``: :func:`icefloe.local.engine.target_splits` splits on
+        the local engine, of files on the local file system; ``parallelism`` splits on
+        Spark and Ray), a sampled window of a file cut into pieces as long as the file's."""
         io = setting["ioConcurrency"]
+        auto = setting["splitSize"] == "auto"
+        parallelism = int(setting["parallelism"])
         opts = dataclasses.replace(
             self.options, batch_size=int(setting["batchSize"]),
-            split_size=int(setting["splitSize"]),
+            split_size=self.options.split_size if auto else int(setting["splitSize"]),
             io_concurrency=None if io == "auto" else int(io))
         plan = plan_bounded(self.source.handle, opts)
-        key = (opts.split_size, self.sample)
+        key = (setting["splitSize"], parallelism if auto else 0, self.sample)
         if key not in self._splits:
+            local = self.engine.name == "local"
+            planned = plan.splits(target_splits(parallelism) if local else parallelism,
+                                  local_only=local) if auto else plan.splits()
             parts = {p.file.path: p for p in self.sample}
+            of_file: dict[str, list[FileSplit]] = {}
+            for split in planned:
+                if split.file_path in parts:
+                    of_file.setdefault(split.file_path, []).append(split)
             splits: list[FileSplit] = []
-            cut: set[str] = set()  # files whose part is cut already
-            for split in plan.splits():
-                part = parts.get(split.file_path)
-                if part is None or split.file_path in cut:
-                    continue
+            for path, file_splits in of_file.items():
+                part = parts[path]
                 if part.whole:
-                    splits.append(split)
+                    splits += file_splits
                 else:
-                    cut.add(split.file_path)
-                    splits += window_splits(part, split, opts.split_size)
+                    splits += window_splits(part, file_splits[0], opts.split_size,
+                                            len(file_splits) if auto else None)
             self._splits[key] = splits
-        return Work(self._splits[key], plan.context, opts, int(setting["parallelism"]))
+        return Work(self._splits[key], plan.context, opts, parallelism)
 
     def reader(self, work: Work) -> Callable[[], int]:
         """Reads ``work`` :attr:`loops` times; returns the rows read."""

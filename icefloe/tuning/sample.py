@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
-from icefloe.splits.sizing import byte_ranges
+from icefloe.splits.sizing import balanced_ranges, byte_ranges
 from icefloe.splits.split import FileSplit
 
 log = logging.getLogger(__name__)
@@ -219,15 +219,27 @@ def sample_parts(files: Sequence[FileInfo], target_bytes: int,
     return [Part(info, start, end, tuple(groups[first:last]), len(groups))]
 
 
-def window_splits(part: Part, split: FileSplit, split_size: int) -> list[FileSplit]:
+def window_splits(part: Part, split: FileSplit, split_size: int,
+                  file_splits: int | None = None) -> list[FileSplit]:
     """The splits of ``part`` (a run of row groups) at ``split_size``, cut as the planner
     cuts a file (:func:`icefloe.splits.sizing.byte_ranges` on the row groups' first
     bytes), each from ``split`` (one of the file's planned splits: its deletes,
-    partition, snapshot), with the exact rows of the row groups it holds."""
+    partition, snapshot), with the exact rows of the row groups it holds.
+
+    ``file_splits``: the file was cut by the adaptive split size into that many splits
+    (``splitSize=auto``); the window is cut into as many pieces as its share of the file
+    (rounded, at least one), at the row groups nearest to equal parts
+    (:func:`icefloe.splits.sizing.balanced_ranges`), so its splits are about as long as
+    the file's."""
     offsets = [g - part.start for g, _ in part.groups]
+    size = part.end - part.start
+    if file_splits is None:
+        ranges = byte_ranges(size, offsets, split_size)
+    else:
+        pieces = max(1, round(size * file_splits / max(part.file.size, 1)))
+        ranges = balanced_ranges(size, offsets, pieces)
     out = []
-    for i, (rel, length) in enumerate(byte_ranges(part.end - part.start, offsets,
-                                                  split_size)):
+    for i, (rel, length) in enumerate(ranges):
         start = part.start + rel
         rows = sum(r for g, r in part.groups if start <= g < start + length)
         out.append(dataclasses.replace(

@@ -6,7 +6,15 @@ import pytest
 
 from icefloe.errors import InvalidOptionError
 from icefloe.options import SourceOptions
-from icefloe.tuning.grid import KNOBS, baseline, grid, label, option_texts, parse_sweep
+from icefloe.tuning.grid import (
+    KNOBS,
+    baseline,
+    check_value,
+    grid,
+    label,
+    option_texts,
+    parse_sweep,
+)
 from icefloe.tuning.sample import TableShape
 
 MIB = 1024 * 1024
@@ -24,12 +32,17 @@ BASE = baseline(SourceOptions.parse({}), "local", 2)
 
 
 def test_baseline_is_icefloes_defaults_and_the_options_given() -> None:
-    assert BASE == {"parallelism": 2, "splitSize": 128 * MIB, "ioConcurrency": "auto",
+    # no splitSize given: the engine's adaptive split size ("auto", not an option value)
+    assert BASE == {"parallelism": 2, "splitSize": "auto", "ioConcurrency": "auto",
                     "batchSize": 65536}
+    assert option_texts(BASE, "local") == {"ioConcurrency": "auto", "batchSize": "65536"}
     given = baseline(SourceOptions.parse({"parquetBatchSize": "100", "ioConcurrency": "3",
-                                          "minPartitions": "7"}), "spark", 4)
-    assert given == {"parallelism": 7, "splitSize": 128 * MIB, "ioConcurrency": 3,
+                                          "minPartitions": "7", "splitSize": "1048576"}),
+                     "spark", 4)
+    assert given == {"parallelism": 7, "splitSize": MIB, "ioConcurrency": 3,
                      "batchSize": 100}
+    assert check_value("splitSize", "auto") == "auto"
+    assert check_value("splitSize", str(64 * MIB)) == 64 * MIB
 
 
 def test_local_disk_small_files_sweep_threads_and_batches_only() -> None:
@@ -49,7 +62,9 @@ def test_big_files_of_many_row_groups_add_split_sizes_that_cut_them() -> None:
     knobs = grid(shape(median_file_bytes=512 * MIB, max_file_bytes=600 * MIB, row_groups=16),
                  "local", BASE, cpus=2)
     sizes = knobs["splitSize"]
-    assert 128 * MIB in sizes and 256 * MIB in sizes  # the default, half a file
+    assert sizes[0] == "auto"  # the default cut, then explicit sizes
+    sizes = sizes[1:]
+    assert 128 * MIB in sizes and 256 * MIB in sizes  # the old default, half a file
     assert min(sizes) < 32 * MIB  # about one row group per split
     assert all(s < 512 * MIB for s in sizes)
 

@@ -127,3 +127,13 @@ def test_a_run_of_row_groups_cut_at_any_split_size_reads_exactly_its_rows(
         assert sorted(ids) == sorted(oracle.to_pylist()), split_size
     assert len(window_splits(part, split, 1)) == 4  # one split a row group
     assert len(window_splits(part, split, 1 << 30)) == 1
+    # splitSize=auto: a file the adaptive split size cut into 8 (pieces of 2 row groups),
+    # its window of 4 row groups into 2; into 16, 4; into 2 (half a file), 1
+    for file_splits, pieces in ((8, 2), (16, 4), (2, 1), (1, 1)):
+        splits = window_splits(part, split, 1 << 30, file_splits)
+        assert len(splits) == pieces, file_splits
+        assert splits[0].start == part.start and splits[-1].end == part.end
+        assert sum(s.record_count for s in splits) == 2000
+        ids = [v for item in read_splits(splits, context, 2)
+               for v in item.batch.column("id").to_pylist()]
+        assert sorted(ids) == sorted(oracle.to_pylist()), file_splits

@@ -60,7 +60,7 @@ def test_the_default_grid_follows_the_shape(catalog: SqlCatalog) -> None:
     result = tune("db.tune", catalog=catalog, budget="15s")
     swept = {t.knob for t in result.trials} | set(result.skipped)
     assert swept == {"parallelism", "batchSize"}  # local disk, one row group per file
-    assert result.baseline == {"parallelism": 2, "splitSize": 128 * 1024 * 1024,
+    assert result.baseline == {"parallelism": 2, "splitSize": "auto",
                                "ioConcurrency": "auto", "batchSize": 65536}
     assert result.trials[0].knob == "parallelism"  # swept first, whatever the budget left
     assert {1, 2, 4} <= {t.setting["parallelism"] for t in result.trials
@@ -118,7 +118,7 @@ def test_one_large_file_is_sampled_by_its_row_groups(catalog: SqlCatalog,
     monkeypatch.setattr(run, "INITIAL_SAMPLE_BYTES", task.file.file_size_in_bytes // 4)
     monkeypatch.setattr(run, "CALIBRATION_READS", 0)
     result = tune("db.big", catalog=catalog, budget="20s",
-                  sweep={"splitSize": [1, 1 << 30], "parallelism": [1, 4]})
+                  sweep={"splitSize": ["auto", 1, 1 << 30], "parallelism": [1, 4]})
     assert result.sample_groups == (4, 16) and result.sample_files == 1
     with table.io.new_input(task.file.file_path).open(seekable=True) as stream:
         assert pq.ParquetFile(stream).read_row_groups(range(6, 10)).num_rows == 4000
