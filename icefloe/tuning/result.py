@@ -77,6 +77,8 @@ class TuneResult:
         loops: reads of the sample in one timed run (more than one for a small table).
         sample_groups: ``(row groups read, row groups in the file)`` when the sample is
             a run of one large file's row groups (None: whole files).
+        confirm_whole: the confirmation read every file of the read, whole, not the
+            sample (when the budget allowed it).
     """
 
     table: str
@@ -96,6 +98,7 @@ class TuneResult:
     confirm_reps: int
     loops: int = 1
     sample_groups: tuple[int, int] | None = None
+    confirm_whole: bool = False
     base_options: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -155,6 +158,7 @@ class TuneResult:
                        else list(self.sample_groups)},
             "budget_s": self.budget_s, "elapsed_s": round(self.elapsed_s, 3),
             "reps": self.reps, "confirm_reps": self.confirm_reps,
+            "confirm_whole": self.confirm_whole,
             "base_options": self.base_options,
             "baseline": dict(self.baseline), "trials": [t.to_json() for t in self.trials],
             "skipped": list(self.skipped),
@@ -199,7 +203,8 @@ class TuneResult:
             lines.append(f"not swept (the budget ran out): {', '.join(self.skipped)}; "
                          "give a larger --budget")
         base, cand = self.confirmation
-        lines += ["", f"confirmation ({self.confirm_reps} interleaved runs each): "
+        lines += ["", f"confirmation ({self.confirm_reps} interleaved runs each"
+                  + (", of the whole read" if self.confirm_whole else "") + "): "
                   f"{label(cand.setting, self.baseline)} {cand.median_s:.3f} s vs baseline "
                   f"{base.median_s:.3f} s: {self.ratio:.2f}x the baseline's throughput "
                   f"(noise {self.noise * 100:.0f}%)"]

@@ -128,3 +128,32 @@ def test_one_large_file_is_sampled_by_its_row_groups(catalog: SqlCatalog,
     assert result.sample_bytes < task.file.file_size_in_bytes / 2
     assert "4 of the 16 row groups of 1 of 1 files" in result.render()
     assert result.to_json()["sample"]["row_groups"] == [4, 16]
+
+
+def test_the_confirmation_reads_the_whole_read_when_the_budget_allows(
+        catalog: SqlCatalog, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sample of a few of the table's files sweeps the knobs; the confirmation then reads
+    every file (oracle: PyIceberg's scan of the table), where it fits the budget, and says
+    so; with no room left in the budget it reads the sample."""
+    from icefloe.tuning import run
+
+    table = make_table(catalog, "db.many")
+    for i in range(8):
+        table.append(rows(2000, start=i * 2000))
+    oracle = len(table.scan().to_arrow())
+    one_file = table.scan().plan_files()[0].file.file_size_in_bytes
+    monkeypatch.setattr(run, "INITIAL_SAMPLE_BYTES", 2 * one_file)
+    monkeypatch.setattr(run, "CALIBRATION_SHARE", 0.0)  # one timed read, not resized
+    result = tune("db.many", catalog=catalog, budget="20s", sweep={"parallelism": [1, 2]})
+    assert result.sample_files < 8 and result.sample_rows < oracle
+    assert {t.rows for t in result.trials} == {result.sample_rows * result.loops}
+    assert result.confirm_whole and result.loops == 1
+    assert {t.rows for t in result.confirmation} == {oracle}
+    assert f"confirmation ({result.confirm_reps} interleaved runs each, of the whole read)" \
+        in result.render()
+    assert result.to_json()["confirm_whole"] is True
+    monkeypatch.setattr(run, "CONFIRM_MARGIN", 1e9)  # the whole read never fits
+    result = tune("db.many", catalog=catalog, budget="20s", sweep={"parallelism": [1, 2]})
+    assert not result.confirm_whole
+    assert {t.rows for t in result.confirmation} == {result.sample_rows}
+    assert "of the whole read" not in result.render()
