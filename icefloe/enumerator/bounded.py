@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections import Counter
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 
@@ -71,11 +72,64 @@ class BoundedPlan:
         adaptive split size (:meth:`adaptive_cut`; ``local_only``: only of files on the
         local file system). The same plan and arguments give the same splits in every
         call.
+
+        The first call with a target plans once: its first ``target_splits`` splits at the
+        configured size decide (a file not local with ``local_only``, or that many splits:
+        no cut, and they are yielded as planned, then the rest of the same planning); only
+        a plan of fewer splits, which the cut changes, is planned again with the cut. So a
+        read that is not cut reads its manifests once (on an object store, each manifest
+        read is round trips).
         """
-        cut = None if target_splits is None else \
-            self.adaptive_cut(target_splits, local_only)
-        planner = self.planner if cut is None or self.recut is None else self.recut(cut)
-        yield from self._planned(planner)
+        if target_splits is None or not self._may_cut(target_splits):
+            yield from self._planned(self.planner)
+            return
+        key = (target_splits, local_only)
+        if key in self._cuts:
+            cut = self._cuts[key]
+            yield from self._planned(self.planner if cut is None or self.recut is None
+                                     else self.recut(cut))
+            return
+        planned = self._planned(self.planner)
+        head: list[FileSplit] = []
+        try:
+            for split in planned:
+                head.append(split)
+                if len(head) >= target_splits or \
+                        (local_only and not is_local(split.file_path)):
+                    self._cuts[key] = None
+                    yield from head
+                    yield from planned
+                    return
+        finally:
+            planned.close()
+        cut = self._cut_of(head, target_splits)
+        self._cuts[key] = cut
+        if cut is None or self.recut is None:
+            yield from head
+            return
+        yield from self._planned(self.recut(cut))
+
+    def _may_cut(self, target_splits: int) -> bool:
+        """Whether the adaptive split size can apply at all: no ``splitSize`` given, more
+        than one split wanted, a planner that can cut (not a changelog read)."""
+        return self.recut is not None and "splitSize" not in self.options.given \
+            and target_splits > 1 and self.planner is not None
+
+    def _cut_of(self, head: list[FileSplit], target_splits: int) -> AdaptiveCut | None:
+        """The cut of a plan whose splits at the configured size are ``head`` (all of
+        them when fewer than ``target_splits``), or None."""
+        total = sum(s.length for s in head)
+        if not 0 < len(head) < target_splits or total <= 0:
+            return None
+        cut = AdaptiveCut(total, target_splits)
+        per_file = Counter(s.file_path for s in head)
+        if all(cut.pieces(s.file_size, self.options.split_size) <= per_file[s.file_path]
+               for s in head):
+            return None  # no file would be cut finer: the plan as it is
+        log.info("adaptive split size of %s: %d splits of %d bytes at splitSize %d, cut for "
+                 "%d readers", self.handle.identifier, len(head), total,
+                 self.options.split_size, target_splits)
+        return cut
 
     def adaptive_cut(self, target_splits: int, local_only: bool = False
                      ) -> AdaptiveCut | None:
@@ -92,26 +146,20 @@ class BoundedPlan:
         key = (target_splits, local_only)
         if key in self._cuts:
             return self._cuts[key]
-        cut = None
-        if self.recut is not None and "splitSize" not in self.options.given \
-                and target_splits > 1 and self.planner is not None:
-            count = total = 0
+        head: list[FileSplit] = []
+        if self._may_cut(target_splits):
             planned = self._planned(self.planner)
             try:
                 for split in planned:
                     if local_only and not is_local(split.file_path):
-                        count = target_splits
-                    count += 1
-                    total += split.length
-                    if count >= target_splits:
+                        head = []
+                        break
+                    head.append(split)
+                    if len(head) >= target_splits:
                         break
             finally:
                 planned.close()
-            if 0 < count < target_splits and total > 0:
-                cut = AdaptiveCut(total, target_splits)
-                log.info("adaptive split size of %s: %d splits of %d bytes at splitSize %d, "
-                         "cut for %d readers", self.handle.identifier, count, total,
-                         self.options.split_size, target_splits)
+        cut = self._cut_of(head, target_splits)
         self._cuts[key] = cut
         return cut
 

@@ -124,8 +124,9 @@ def test_an_explicit_split_size_is_honoured_exactly(catalog: SqlCatalog,
 
 def test_small_files_are_never_cut(catalog: SqlCatalog) -> None:
     plan = IcebergSource("db.small", catalog=catalog).bounded_plan()
-    assert plan.adaptive_cut(8) is not None  # 3 splits, fewer than 8: cut ...
-    assert list(plan.splits(8)) == list(plan.splits())  # ... but each file under 32 MiB
+    # 3 splits, fewer than 8, but each file under 32 MiB: no cut (and no second planning)
+    assert plan.adaptive_cut(8) is None
+    assert list(plan.splits(8)) == list(plan.splits())
     assert plan.adaptive_cut(3) is None  # as many splits as wanted: the configured size
 
 
@@ -219,3 +220,43 @@ def test_ray_cuts_for_its_read_tasks(catalog: SqlCatalog) -> None:
     assert got.equals(_file_ids(path))
     explicit = IcefloeDatasource("db.big", catalog, {"splitSize": str(128 * MIB)})
     assert len(explicit.get_read_tasks(8)) == 1
+
+
+def _manifest_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every manifest list and manifest the planner opens, from here on."""
+    import pyiceberg.io.pyarrow as pio
+
+    opened: list[str] = []
+    new_input = pio.PyArrowFileIO.new_input
+
+    def counted(self: pio.PyArrowFileIO, location: str) -> pio.PyArrowFile:
+        if location.endswith(".avro"):
+            opened.append(location)
+        return new_input(self, location)
+
+    monkeypatch.setattr(pio.PyArrowFileIO, "new_input", counted)
+    return opened
+
+
+def test_a_read_the_cut_leaves_as_it_is_plans_once(catalog: SqlCatalog,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small files no cut changes: the read's manifests are read once, as without a target
+    (on an object store each read is round trips); a cut plan reads them for the decision
+    and once more for the cut, and a second call reuses the decision."""
+    source = IcebergSource("db.small", catalog=catalog)
+    opened = _manifest_reads(monkeypatch)
+    plan = source.bounded_plan()
+    plain = list(plan.splits())
+    once = list(opened)
+    assert once and len(plain) == 3
+    opened.clear()
+    plan = source.bounded_plan()
+    assert list(plan.splits(target_splits(2), local_only=True)) == plain
+    assert opened == once  # planned once: the decision came from the same planning
+    opened.clear()
+    assert list(plan.splits(target_splits(2), local_only=True)) == plain
+    assert opened == once
+    opened.clear()
+    big = IcebergSource("db.big", catalog=catalog).bounded_plan()
+    cut = list(big.splits(target_splits(2), local_only=True))
+    assert len(cut) == 3 and sorted(opened) == sorted(opened[:len(opened) // 2] * 2)
