@@ -328,7 +328,7 @@ def _whole_read(bench: _Bench, files: list[FileInfo], sample_splits: Sequence[Fi
     here on, once per run. A sample's reads are short, and where a read's start costs
     round trips (an object store) a setting can win on the sample what it does not on
     the table (``parallelism=8`` on 64 files of 1 MB at 10 ms: 2.1-2.3x on the sample,
-    1.0x on the table; benchmarks/RESULTS.md, "Defaults matrix"): the confirmation then
+    1.0-1.2x on the table; benchmarks/RESULTS.md, "Defaults matrix"): the confirmation then
     checks the candidate on what the user reads."""
     whole = tuple(Part(f) for f in files)
     if bench.sample == whole or per_read <= 0:  # no timed read to estimate from
