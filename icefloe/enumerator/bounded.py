@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections import Counter
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from pyiceberg.schema import Schema
@@ -90,24 +90,33 @@ class BoundedPlan:
                                      else self.recut(cut))
             return
         planned = self._planned(self.planner)
-        head: list[FileSplit] = []
         try:
-            for split in planned:
-                head.append(split)
-                if len(head) >= target_splits or \
-                        (local_only and not is_local(split.file_path)):
-                    self._cuts[key] = None
-                    yield from head
-                    yield from planned
-                    return
+            head, cut = self._decide(planned, key)
+            if cut is None or self.recut is None:
+                yield from head
+                yield from planned
+                return
         finally:
             planned.close()
+        yield from self._planned(self.recut(cut))
+
+    def _decide(self, planned: Iterator[FileSplit], key: tuple[int, bool]
+                ) -> tuple[list[FileSplit], AdaptiveCut | None]:
+        """Takes splits of ``planned`` (at the configured size) until the cut for ``key``
+        (``(target_splits, local_only)``) is decided, and records it: no cut once there
+        are ``target_splits`` of them or, with ``local_only``, one of a file not on the
+        local file system (the rest of ``planned`` is then the plan's rest); else, the
+        plan exhausted, :meth:`_cut_of` them. Returns the splits taken and the cut."""
+        target_splits, local_only = key
+        head: list[FileSplit] = []
+        for split in planned:
+            head.append(split)
+            if len(head) >= target_splits or (local_only and not is_local(split.file_path)):
+                self._cuts[key] = None
+                return head, None
         cut = self._cut_of(head, target_splits)
         self._cuts[key] = cut
-        if cut is None or self.recut is None:
-            yield from head
-            return
-        yield from self._planned(self.recut(cut))
+        return head, cut
 
     def _may_cut(self, target_splits: int) -> bool:
         """Whether the adaptive split size can apply at all: no ``splitSize`` given, more
@@ -131,37 +140,33 @@ class BoundedPlan:
                  self.options.split_size, target_splits)
         return cut
 
-    def adaptive_cut(self, target_splits: int, local_only: bool = False
-                     ) -> AdaptiveCut | None:
+    def adaptive_cut(self, target_splits: int, local_only: bool = False,
+                     planned: Iterable[FileSplit] | None = None) -> AdaptiveCut | None:
         """Iceberg's adaptive split size (``read.split.adaptive-size.enabled``, as
         ``TableScanUtil.adjustSplitSize``) for ``target_splits`` readers: when the user set
         no ``splitSize`` and the plan at the configured size has fewer than
         ``target_splits`` splits, the cut that makes about ``target_splits`` of them, none
         smaller than 32 MiB on average (:class:`AdaptiveCut`); else None (the configured
         size). Counts the splits of the configured size up to ``target_splits`` (planning
-        stops there: a big scan pays for its first manifest only); computed once per
-        count, so a re-planned read (a transient fault) cuts the same splits. With
-        ``local_only``, None when a file of those splits is not on the local file system
-        (the local engine: on an object store a split's own open costs round trips)."""
+        stops there: a big scan pays for its first manifest only), or of ``planned`` (the
+        plan's :meth:`splits` at the configured size, which the caller has already: no
+        planning); computed once per count, so a re-planned read (a transient fault) cuts
+        the same splits. With ``local_only``, None when a file of those splits is not on
+        the local file system (the local engine: on an object store a split's own open
+        costs round trips)."""
         key = (target_splits, local_only)
         if key in self._cuts:
             return self._cuts[key]
-        head: list[FileSplit] = []
-        if self._may_cut(target_splits):
-            planned = self._planned(self.planner)
-            try:
-                for split in planned:
-                    if local_only and not is_local(split.file_path):
-                        head = []
-                        break
-                    head.append(split)
-                    if len(head) >= target_splits:
-                        break
-            finally:
-                planned.close()
-        cut = self._cut_of(head, target_splits)
-        self._cuts[key] = cut
-        return cut
+        if not self._may_cut(target_splits):
+            self._cuts[key] = None
+            return None
+        if planned is not None:
+            return self._decide(iter(planned), key)[1]
+        own = self._planned(self.planner)
+        try:
+            return self._decide(own, key)[1]
+        finally:
+            own.close()
 
     def _planned(self, planner: SplitPlanner | None) -> Generator[FileSplit, None, None]:
         if self.snapshot is None or planner is None:

@@ -218,7 +218,7 @@ class IcefloeDatasource(Datasource):
             return []
         opts = plan.options
         wanted = max(parallelism, 1)
-        if not opts.net_changes and plan.adaptive_cut(wanted) is not None:
+        if not opts.net_changes and plan.adaptive_cut(wanted, planned=splits) is not None:
             # fewer splits than tasks asked for: cut for them (the adaptive split size)
             splits = list(plan.splits(wanted))
         groups = [splits] if opts.net_changes else pack_for(  # net changes: one task
