@@ -105,7 +105,13 @@ def check_value(knob: str, value: Any) -> Value:
                                  f"{', '.join(KNOBS)}")
     if knob == "splitSize" and str(value).strip().lower() == "auto":
         return "auto"
-    parsed = SourceOptions.parse({knob: value})
+    try:
+        parsed = SourceOptions.parse({knob: value})
+    except InvalidOptionError as e:
+        if knob != "splitSize":
+            raise
+        raise InvalidOptionError(knob, f"{value!r} is not a size in bytes; give bytes, "
+                                 "or auto (the engine's adaptive split size)") from e
     if knob == "ioConcurrency":
         return "auto" if parsed.io_concurrency is None else parsed.io_concurrency
     return int(getattr(parsed, "batch_size" if knob == "batchSize" else "split_size"))

@@ -42,6 +42,8 @@ def test_baseline_is_icefloes_defaults_and_the_options_given() -> None:
     assert given == {"parallelism": 7, "splitSize": MIB, "ioConcurrency": 3,
                      "batchSize": 100}
     assert check_value("splitSize", "auto") == "auto"
+    with pytest.raises(InvalidOptionError, match=r"'abc' is not a size in bytes.*or auto"):
+        check_value("splitSize", "abc")
     assert check_value("splitSize", str(64 * MIB)) == 64 * MIB
 
 
