@@ -9,12 +9,11 @@ serialized by one lock, so run queues are registered with the merger in claim or
 
 from __future__ import annotations
 
-import queue
 import threading
 
 from icefloe.local.feeder import Feeder
 from icefloe.local.merger import Merger
-from icefloe.local.queues import DONE, Failure
+from icefloe.local.queues import DONE, Failure, ItemQueue
 from icefloe.reader.split_reader import MIN_RUN
 from icefloe.splits.split import FileSplit
 
@@ -40,7 +39,7 @@ class RunAssigner:
         self._lock = threading.Lock()
         self._exhausted = False
 
-    def claim(self) -> tuple[list[FileSplit], queue.Queue[object]] | None:
+    def claim(self) -> tuple[list[FileSplit], ItemQueue] | None:
         """The next run and its queue; None when the splits are exhausted or stopped (a
         feeder failure is delivered at its place in the order first)."""
         feeder = self.feeder

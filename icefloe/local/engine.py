@@ -11,10 +11,15 @@ items reach the consumer through one queue, in chunks of about ``batch_size`` ro
 instead of one queue and a hand-off per split: with thousands of small files the
 per-split hand-off (thread wake-ups, GIL switches) cost as much as reading them.
 
-Memory is bounded: at most ``parallelism`` runs are read at a time, and each has a
-queue of at most ``queue_batches`` chunks; a slow consumer blocks the readers
-(backpressure). With ``preserve_order`` batches come out in split order (split i's
-batches all before split i+1's); otherwise as they are ready (a run's in split order).
+Memory is bounded: at most ``parallelism`` runs are read at a time; a slow consumer
+blocks the readers (backpressure). With ``preserve_order`` batches come out in split
+order (split i's batches all before split i+1's): the run the consumer drains has a
+queue of at most ``queue_batches`` chunks, and the runs behind it (read ahead by the
+other threads) hold up to ``lookahead_bytes`` of Arrow data between them
+(:func:`lookahead_bytes`: 64 MiB per reader thread by default, at most 1 GiB), so a read
+of as many splits as threads still reads them at once. Otherwise batches come out as
+they are ready (a run's in split order) through one queue of ``queue_batches`` chunks
+per thread.
 
 The parts, one module each: :mod:`~icefloe.local.feeder` (iterates the split source on
 a thread), :mod:`~icefloe.local.assigner` (claims runs), :mod:`~icefloe.local.worker`
@@ -38,7 +43,8 @@ from icefloe.reader.split_reader import SplitReader
 from icefloe.retry import NO_RETRY, RetryListener, RetryPolicy
 from icefloe.splits.split import FileSplit
 
-__all__ = ["DEFAULT_QUEUE_BATCHES", "DEFAULT_RUN_SPLITS", "SPLITS_PER_READER", "SplitBatch",
+__all__ = ["DEFAULT_QUEUE_BATCHES", "DEFAULT_RUN_SPLITS", "LOOKAHEAD_BYTES_PER_READER",
+           "MAX_LOOKAHEAD_BYTES", "SPLITS_PER_READER", "SplitBatch", "lookahead_bytes",
            "read_batches", "read_splits", "target_splits"]
 
 DEFAULT_RUN_SPLITS = 256
@@ -46,9 +52,29 @@ DEFAULT_RUN_SPLITS = 256
 
 DEFAULT_QUEUE_BATCHES = 8
 """Chunks one run queue holds; a run holds at most this many ``batch_size``-row batches
-of records (so in order, the next run's reader runs that far ahead of the consumer).
+of records. In order, the queue the consumer drains holds at most this many, and a queue
+behind it this many or more, up to the lookahead budget (:func:`lookahead_bytes`).
 Was 4: with 1M-row files the next run's reader then stopped after 4 chunks while the
 consumer drained the current file (benchmarks/RESULTS.md, the backfill section)."""
+
+LOOKAHEAD_BYTES_PER_READER = 64 * 1024 * 1024
+"""The default lookahead budget per reader thread (:func:`lookahead_bytes`), in Arrow
+bytes (``RecordBatch.nbytes``). A 32 MB Parquet file of the defaults matrix decodes to
+about 72 MB: with 2 threads the budget holds the second file while the first is
+drained, as PyArrow's dataset reader reads fragments ahead (benchmarks/RESULTS.md,
+"Session 14 (issue 30): the ordered hand-off")."""
+
+MAX_LOOKAHEAD_BYTES = 1024 * 1024 * 1024
+"""The default lookahead budget's ceiling, whatever the thread count."""
+
+
+def lookahead_bytes(parallelism: int) -> int:
+    """The default lookahead budget of an ordered read on ``parallelism`` threads: the
+    Arrow bytes the runs read ahead of the one the consumer drains may hold between them
+    (:data:`LOOKAHEAD_BYTES_PER_READER` per thread, at most :data:`MAX_LOOKAHEAD_BYTES`).
+    Before it the next run's reader stopped ``queue_batches`` chunks ahead, and a read of
+    as many splits as threads was read by about one thread at a time."""
+    return min(LOOKAHEAD_BYTES_PER_READER * max(parallelism, 1), MAX_LOOKAHEAD_BYTES)
 
 
 SPLITS_PER_READER = 4
@@ -81,6 +107,7 @@ def read_splits(
     stop: threading.Event | None = None,
     busy: BusyTime | None = None,
     failures: RetryListener | None = None,
+    lookahead: int | None = None,
 ) -> Iterator[SplitBatch]:
     """Read ``splits`` on ``parallelism`` threads; yield every batch as a :class:`SplitBatch`.
 
@@ -102,6 +129,11 @@ def read_splits(
     split by split from the failed split's offset (the same retries and typed errors).
     With ``busy``, the reader threads add the time they spend reading to it; ``failures``
     hears of every failed attempt to read a split (``(error, retrying)``).
+
+    With ``preserve_order``, the runs behind the one being delivered hold up to
+    ``lookahead`` Arrow bytes between them (None: :func:`lookahead_bytes`; 0: only
+    ``queue_batches`` chunks each), plus ``queue_batches`` chunks each and one chunk per
+    thread; the run being delivered holds ``queue_batches`` chunks.
     """
     if parallelism < 1:
         raise ValueError(f"parallelism must be >= 1, got {parallelism}")
@@ -109,7 +141,10 @@ def read_splits(
         raise ValueError(f"run_splits must be >= 1, got {run_splits}")
     stop = stop if stop is not None else threading.Event()
     feeder = Feeder(splits, max(64, 2 * run_splits * parallelism), stop)
-    merger = Merger(preserve_order, parallelism, queue_batches, stop)
+    if lookahead is not None and lookahead < 0:
+        raise ValueError(f"lookahead must be >= 0 bytes, got {lookahead}")
+    merger = Merger(preserve_order, parallelism, queue_batches, stop,
+                    lookahead_bytes(parallelism) if lookahead is None else lookahead)
     assigner = RunAssigner(feeder, merger, parallelism, run_splits,
                            queue_batches * context.batch_size)
     feeder.start()

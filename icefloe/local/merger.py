@@ -1,9 +1,13 @@
 """Merger: the runs' items back to the consumer, in split order or as they are ready.
 
-With ``preserve_order`` each claimed run gets a queue of its own, registered in claim
-order; the consumer drains the run queues one after the other, so split i's items all
-come before split i+1's. Otherwise every run shares one queue and the consumer takes
-chunks as they come (a run's own items stay in split order).
+With ``preserve_order`` each claimed run gets a queue of its own
+(:class:`~icefloe.local.queues.RunQueue`), registered in claim order; the consumer drains
+the run queues one after the other, so split i's items all come before split i+1's. The
+queues behind the one being drained share a byte budget
+(:class:`~icefloe.local.queues.Lookahead`): the reader of a later run reads that far
+ahead of the consumer, so with few splits the threads still read at once. Otherwise
+every run shares one queue and the consumer takes chunks as they come (a run's own items
+stay in split order).
 
 Items travel in chunks (lists of :class:`~icefloe.local.engine.SplitBatch`); a
 :class:`~icefloe.local.queues.Failure` is raised to the consumer after the items put
@@ -17,7 +21,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any, cast
 
-from icefloe.local.queues import DONE, Failure, get, put
+from icefloe.local.queues import DONE, Failure, ItemQueue, Lookahead, RunQueue, get, put
 
 
 class Merger:
@@ -26,24 +30,28 @@ class Merger:
     Args:
         preserve_order: deliver in split order.
         parallelism: reader threads (unordered: the consumer waits for each one's DONE).
-        queue_batches: chunks one run queue holds (the shared queue: times parallelism).
+        queue_batches: chunks one run queue holds (the shared queue: times parallelism;
+            ordered: a queue behind the head holds more while the lookahead budget allows).
         stop: the engine's stop event (the consumer's iteration ends when it is set).
+        lookahead_bytes: the Arrow bytes the ordered run queues behind the one being
+            drained may hold (:class:`~icefloe.local.queues.Lookahead`; unordered: unused).
     """
 
     def __init__(self, preserve_order: bool, parallelism: int, queue_batches: int,
-                 stop: threading.Event) -> None:
+                 stop: threading.Event, lookahead_bytes: int = 0) -> None:
         self.preserve_order = preserve_order
         self.parallelism = parallelism
         self.queue_batches = queue_batches
         self.stop = stop
+        self.lookahead = Lookahead(lookahead_bytes)
         self._ordered: queue.Queue[object] = queue.Queue()
         self._shared: queue.Queue[object] = queue.Queue(maxsize=queue_batches * parallelism)
 
-    def run_queue(self) -> queue.Queue[object]:
+    def run_queue(self) -> ItemQueue:
         """The queue of the run just claimed (called in claim order, under the claim lock)."""
         if not self.preserve_order:
             return self._shared
-        out: queue.Queue[object] = queue.Queue(maxsize=self.queue_batches)
+        out = RunQueue(self.lookahead, self.queue_batches)
         self._ordered.put(out)
         return out
 
@@ -51,7 +59,7 @@ class Merger:
         """Deliver ``failure`` at this point of the order (``worker_done``: the worker
         that saw it ends too)."""
         if self.preserve_order:
-            q: queue.Queue[object] = queue.Queue(maxsize=2)
+            q = RunQueue(self.lookahead, 2)
             q.put(failure)
             if worker_done:
                 q.put(DONE)
@@ -79,7 +87,7 @@ class Merger:
                 run_queue = get(self._ordered, self.stop)
                 if run_queue is DONE:
                     return
-                assert isinstance(run_queue, queue.Queue)
+                assert isinstance(run_queue, RunQueue)
                 while True:
                     chunk = get(run_queue, self.stop)
                     if chunk is DONE:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable, Generator
@@ -24,7 +23,7 @@ import pyarrow as pa
 from icefloe.errors import DataFileError
 from icefloe.local.assigner import RunAssigner
 from icefloe.local.merger import Merger
-from icefloe.local.queues import DONE, Failure, put
+from icefloe.local.queues import DONE, Failure, ItemQueue, put
 from icefloe.reader.context import ReadContext
 from icefloe.reader.split_reader import MIN_RUN, SplitReader
 from icefloe.retry import RetryListener, RetryPolicy, is_transient
@@ -289,7 +288,7 @@ class Worker:
         self.merger.worker_done()
 
     def _deliver(self, reader: SplitReader, run: list[FileSplit],
-                 out: queue.Queue[object]) -> bool:
+                 out: ItemQueue) -> bool:
         """Read a claimed run onto ``out``; False when the thread must end."""
         chunk: list[SplitBatch] = []
         rows = 0

@@ -201,7 +201,8 @@ def test_backpressure_and_close(catalog: SqlCatalog, table: Table, preserve_orde
         return _CountingReader(context)
 
     items = read_splits(plan.splits(), plan.context, parallelism=2,
-                        preserve_order=preserve_order, queue_batches=2, reader_factory=factory)
+                        preserve_order=preserve_order, queue_batches=2, reader_factory=factory,
+                        lookahead=0)  # no byte budget: queue_batches chunks per queue
     first = next(items)
     assert first.batch.num_rows == 1
     # readers run ahead only until the queues are full: wait until both are blocked
