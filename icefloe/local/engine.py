@@ -15,7 +15,7 @@ Memory is bounded: at most ``parallelism`` runs are read at a time; a slow consu
 blocks the readers (backpressure). With ``preserve_order`` batches come out in split
 order (split i's batches all before split i+1's): the run the consumer drains has a
 queue of at most ``queue_batches`` chunks, and the runs behind it (read ahead by the
-other threads) hold up to ``lookahead_bytes`` of Arrow data between them
+other threads) hold up to a byte budget between them
 (:func:`lookahead_bytes`: 64 MiB per reader thread by default, at most 1 GiB), so a read
 of as many splits as threads still reads them at once. Otherwise batches come out as
 they are ready (a run's in split order) through one queue of ``queue_batches`` chunks
@@ -52,8 +52,10 @@ DEFAULT_RUN_SPLITS = 256
 
 DEFAULT_QUEUE_BATCHES = 8
 """Chunks one run queue holds; a run holds at most this many ``batch_size``-row batches
-of records. In order, the queue the consumer drains holds at most this many, and a queue
-behind it this many or more, up to the lookahead budget (:func:`lookahead_bytes`).
+of records. In order, the queue the consumer drains holds at most this many, and the
+queues behind it what the lookahead budget allows (:func:`lookahead_bytes`); before
+session 14 each of those held this many too, so the next run's reader ran only this far
+ahead of the consumer.
 Was 4: with 1M-row files the next run's reader then stopped after 4 chunks while the
 consumer drained the current file (benchmarks/RESULTS.md, the backfill section)."""
 
@@ -82,8 +84,10 @@ SPLITS_PER_READER = 4
 is cut into about this many splits per reader thread when its files would give fewer (the
 adaptive split size: :meth:`icefloe.enumerator.bounded.BoundedPlan.adaptive_cut`). More
 than one a thread because of the ordered hand-off: the reader of the next split runs only
-its run queue (:data:`DEFAULT_QUEUE_BATCHES` chunks) ahead of the consumer, so a file in
-as many splits as threads was read by about one thread at a time. Not on an object store:
+the lookahead budget (:func:`lookahead_bytes`; before session 14, its run queue's
+:data:`DEFAULT_QUEUE_BATCHES` chunks) ahead of the consumer, so a file in as many splits
+as threads, each larger than the budget, is read by about one thread at a time for the
+rest of it. Not on an object store:
 there a split's own open costs round trips, and the cut read 256 MB files 0.75-0.86x as
 fast at 30 ms (1.06-1.23x at 10 ms; benchmarks/RESULTS.md, "Session 13 (issue 30): the
 adaptive split size")."""
@@ -131,9 +135,9 @@ def read_splits(
     hears of every failed attempt to read a split (``(error, retrying)``).
 
     With ``preserve_order``, the runs behind the one being delivered hold up to
-    ``lookahead`` Arrow bytes between them (None: :func:`lookahead_bytes`; 0: only
-    ``queue_batches`` chunks each), plus ``queue_batches`` chunks each and one chunk per
-    thread; the run being delivered holds ``queue_batches`` chunks.
+    ``lookahead`` bytes between them (Arrow bytes plus 1 KiB per batch; None:
+    :func:`lookahead_bytes`), plus one chunk per thread; the run being delivered holds
+    ``queue_batches`` chunks (:class:`~icefloe.local.queues.Lookahead`).
     """
     if parallelism < 1:
         raise ValueError(f"parallelism must be >= 1, got {parallelism}")
@@ -141,8 +145,8 @@ def read_splits(
         raise ValueError(f"run_splits must be >= 1, got {run_splits}")
     stop = stop if stop is not None else threading.Event()
     feeder = Feeder(splits, max(64, 2 * run_splits * parallelism), stop)
-    if lookahead is not None and lookahead < 0:
-        raise ValueError(f"lookahead must be >= 0 bytes, got {lookahead}")
+    if lookahead is not None and lookahead < 1:
+        raise ValueError(f"lookahead must be >= 1 byte, got {lookahead}")
     merger = Merger(preserve_order, parallelism, queue_batches, stop,
                     lookahead_bytes(parallelism) if lookahead is None else lookahead)
     assigner = RunAssigner(feeder, merger, parallelism, run_splits,

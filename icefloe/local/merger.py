@@ -31,14 +31,14 @@ class Merger:
         preserve_order: deliver in split order.
         parallelism: reader threads (unordered: the consumer waits for each one's DONE).
         queue_batches: chunks one run queue holds (the shared queue: times parallelism;
-            ordered: a queue behind the head holds more while the lookahead budget allows).
+            ordered: the queue being drained; the ones behind it hold what the budget allows).
         stop: the engine's stop event (the consumer's iteration ends when it is set).
         lookahead_bytes: the Arrow bytes the ordered run queues behind the one being
-            drained may hold (:class:`~icefloe.local.queues.Lookahead`; unordered: unused).
+            drained may hold (:class:`~icefloe.local.queues.Lookahead`, >= 1; unordered: unused).
     """
 
     def __init__(self, preserve_order: bool, parallelism: int, queue_batches: int,
-                 stop: threading.Event, lookahead_bytes: int = 0) -> None:
+                 stop: threading.Event, lookahead_bytes: int = 1) -> None:
         self.preserve_order = preserve_order
         self.parallelism = parallelism
         self.queue_batches = queue_batches

@@ -58,36 +58,42 @@ def get(q: ItemQueue, stop: threading.Event) -> object:
     return DONE
 
 
+ITEM_BYTES = 1024
+"""What one item (a batch with its split) or sentinel counts for besides its Arrow bytes:
+its Python and Arrow objects, so a budget of many tiny batches stays bounded too."""
+
+
 def chunk_bytes(item: object) -> int:
-    """The Arrow bytes of a chunk (a list of items with a ``batch``); 0 for a sentinel or
-    a :class:`Failure`."""
+    """The bytes a run queue's item counts for: a chunk (a list of items with a
+    ``batch``), its batches' Arrow bytes plus :data:`ITEM_BYTES` each; a sentinel or a
+    :class:`Failure`, :data:`ITEM_BYTES`."""
     if not isinstance(item, list):
-        return 0
-    return sum(entry.batch.nbytes for entry in item)
+        return ITEM_BYTES
+    return sum(entry.batch.nbytes + ITEM_BYTES for entry in item)
 
 
 class Lookahead:
-    """The byte budget the ordered run queues share (the engine's ``lookahead_bytes``).
+    """The byte budget the ordered run queues share (the engine's ``lookahead``).
 
     The consumer drains one run queue at a time, the *head*; the queues behind it belong
-    to runs read ahead by the other reader threads. Their chunks are counted in
-    :attr:`ahead` (Arrow bytes, :func:`chunk_bytes`); a queue behind the head admits a
-    chunk while it holds fewer than its ``limit`` chunks (the old per-queue bound) or
-    while :attr:`ahead` is below :attr:`budget`. So the bytes held ahead of the consumer
-    stay below ``budget`` plus one chunk per reader thread plus ``limit`` chunks per
-    queue; the head queue holds at most ``limit`` chunks. One lock (a condition) guards
-    every queue of one engine.
+    to runs read ahead by the other reader threads. Every queue's items are counted in
+    :attr:`held` (:func:`chunk_bytes`); a queue behind the head admits a chunk only while
+    :attr:`held` is below :attr:`budget`, and the head admits one while it holds fewer
+    than its ``limit`` chunks (so the consumer's run always goes on). Sentinels and
+    failures are always admitted (one per run, and every run has a chunk first, so no
+    reader gets past a full budget with them). So the queues hold at most ``budget`` plus
+    ``limit`` chunks plus one chunk and one sentinel per reader thread (:attr:`peak`: the
+    most they held). One condition guards every queue of one engine.
 
     Args:
-        budget: the bytes the queues behind the head may hold (>= 0; 0: ``limit`` chunks
-            per queue only).
+        budget: the bytes the queues may hold before the head's ``limit`` (>= 1).
     """
 
     def __init__(self, budget: int) -> None:
-        if budget < 0:
-            raise ValueError(f"lookahead budget must be >= 0 bytes, got {budget}")
+        if budget < 1:
+            raise ValueError(f"lookahead budget must be >= 1 byte, got {budget}")
         self.budget = budget
-        self.ahead = 0
+        self.held = 0
         self.peak = 0
         self.head: RunQueue | None = None
         self.cond = threading.Condition()
@@ -97,41 +103,40 @@ class RunQueue:
     """One run's queue under preserve_order (see :class:`Lookahead`).
 
     Filled by the run's reader thread (``put``), drained by the consumer (``get``): the
-    first ``get`` makes it the head. Sentinels and failures are always admitted (one
-    per run, no bytes). Thread-safe.
+    first ``get`` makes it the head. Thread-safe.
 
     Args:
         lookahead: the budget shared with the engine's other run queues.
         limit: chunks the queue holds whatever the budget (the engine's ``queue_batches``).
     """
 
-    __slots__ = ("bytes", "items", "limit", "lookahead")
+    __slots__ = ("items", "limit", "lookahead")
 
     def __init__(self, lookahead: Lookahead, limit: int) -> None:
         self.lookahead = lookahead
         self.limit = limit
         self.items: collections.deque[tuple[object, int]] = collections.deque()
-        self.bytes = 0
 
-    def _admits(self, size: int) -> bool:
+    def _admits(self, chunk: bool) -> bool:
         la = self.lookahead
-        if not size or len(self.items) < self.limit:
+        if not chunk:
             return True
-        return la.head is not self and la.ahead < la.budget
+        if la.head is self:
+            return len(self.items) < self.limit
+        return la.held < la.budget
 
     def put(self, item: object, block: bool = True, timeout: float | None = None) -> None:
         """Add ``item``, waiting up to ``timeout`` for room (``queue.Full`` after it)."""
-        size = chunk_bytes(item) or (1 if isinstance(item, list) else 0)
+        size = chunk_bytes(item)
+        chunk = isinstance(item, list)
         la = self.lookahead
         with la.cond:
-            if not la.cond.wait_for(lambda: self._admits(size),
+            if not la.cond.wait_for(lambda: self._admits(chunk),
                                     timeout if block else 0):
                 raise queue.Full
             self.items.append((item, size))
-            self.bytes += size
-            if la.head is not self:
-                la.ahead += size
-                la.peak = max(la.peak, la.ahead)
+            la.held += size
+            la.peak = max(la.peak, la.held)
             la.cond.notify_all()
 
     def get(self, block: bool = True, timeout: float | None = None) -> object:
@@ -141,11 +146,10 @@ class RunQueue:
         with la.cond:
             if la.head is not self:
                 la.head = self
-                la.ahead -= self.bytes
                 la.cond.notify_all()
             if not la.cond.wait_for(lambda: bool(self.items), timeout if block else 0):
                 raise queue.Empty
             item, size = self.items.popleft()
-            self.bytes -= size
+            la.held -= size
             la.cond.notify_all()
             return item

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.partitioning import PartitionField, PartitionSpec
@@ -20,6 +21,7 @@ from pyiceberg.transforms import IdentityTransform
 from icefloe import DataFileError, FileSplit, IcebergSource
 from icefloe.enumerator.bounded import BoundedPlan
 from icefloe.local.engine import read_batches, read_splits
+from icefloe.local.queues import ITEM_BYTES
 from icefloe.reader import ReadContext, SplitReader
 from tests.conftest import assert_same_rows
 from tests.helpers.tables import make_catalog, make_table, rows
@@ -191,6 +193,103 @@ def _all_blocked_putting() -> bool:
     return True
 
 
+
+class _ByteCountingReader(SplitReader):
+    """A real reader that counts the bytes it produced as the lookahead counts them
+    (Arrow bytes plus :data:`~icefloe.local.queues.ITEM_BYTES` a batch; shared counter)."""
+
+    produced = 0
+    lock = threading.Lock()
+
+    def read_progress(self, split: FileSplit) -> Iterator[tuple[pa.RecordBatch, int]]:
+        for batch, consumed in super().read_progress(split):
+            with _ByteCountingReader.lock:
+                _ByteCountingReader.produced += batch.nbytes + ITEM_BYTES
+            yield batch, consumed
+
+
+def _wait_blocked(what: str) -> None:
+    """Wait (at most 30 s, else fail) until every reader thread waits for room on a queue."""
+    deadline = time.monotonic() + 30
+    while not _all_blocked_putting():
+        assert time.monotonic() < deadline, f"readers not blocked on full queues: {what}"
+        time.sleep(0.01)
+
+
+def _pyarrow_ids_in_split_order(plan: BoundedPlan) -> list[int]:
+    """The ids of every split in plan order, each split's row groups read by PyArrow (the
+    row groups whose first byte lies in the split's range; the oracle, not icefloe)."""
+    ids: list[int] = []
+    for split in plan.splits():
+        pf = pq.ParquetFile(split.file_path.removeprefix("file://"))
+        groups = [g for g in range(pf.metadata.num_row_groups)
+                  if split.start <= _group_start(pf.metadata.row_group(g))
+                  < split.start + split.length]
+        ids.extend(pf.read_row_groups(groups, columns=["id"]).column("id").to_pylist())
+    return ids
+
+
+def _group_start(group: pq.RowGroupMetaData) -> int:
+    column = group.column(0)
+    offset = column.dictionary_page_offset
+    return int(offset if offset is not None and offset > 0 else column.data_page_offset)
+
+
+@pytest.mark.timeout(60)
+def test_lookahead_bounds_the_bytes_read_ahead(catalog: SqlCatalog, table: Table) -> None:
+    """Under preserveOrder the runs behind the one being delivered hold at most the
+    lookahead budget, plus per reader thread one chunk admitted at the edge, one held
+    back and one being put; the run being delivered its queue_batches chunks. Order and
+    completeness are checked against PyArrow reading the splits' row groups."""
+    plan = _plan(catalog, splitSize="1", batchSize="1")  # 200 one-row batches
+    budget = 6 * (ITEM_BYTES + 64)  # room for a few one-row batches
+    _ByteCountingReader.produced = 0
+    items = read_splits(plan.splits(), plan.context, parallelism=3, preserve_order=True,
+                        queue_batches=2, lookahead=budget,
+                        reader_factory=_ByteCountingReader)
+    got = [next(items)]
+    _wait_blocked(f"{_ByteCountingReader.produced} bytes produced")
+    blocked_at = _ByteCountingReader.produced
+    got.extend(items)
+    costs = [g.batch.nbytes + ITEM_BYTES for g in got if g.batch.num_rows]
+    assert _ByteCountingReader.produced == sum(costs)  # every batch counted once
+    # the consumer took 1; the queues hold the budget, the head 2 chunks past it, and per thread
+    # one chunk admitted at the edge, one held back, one being put
+    assert blocked_at - costs[0] <= budget + (2 + 3 * 3) * max(costs), \
+        f"{blocked_at} bytes read ahead, budget {budget}"
+    assert blocked_at < sum(costs) / 2  # the readers stopped well before the end
+    ids = [i for g in got for i in g.batch.column("id").to_pylist()]
+    assert ids == _pyarrow_ids_in_split_order(plan)
+    assert_same_rows(pa.Table.from_batches([g.batch for g in got if g.batch.num_rows]),
+                     table.scan().to_arrow())
+
+
+@pytest.mark.timeout(60)
+def test_default_lookahead_reads_past_queue_batches(catalog: SqlCatalog, table: Table) -> None:
+    """With the default budget the readers of later runs read ahead of the consumer far
+    past their queue_batches chunks (what bounded them before: the next split's reader
+    stopped 8 chunks ahead), here every split but those of the run being delivered."""
+    plan = _plan(catalog, splitSize="1", batchSize="1")
+    _CountingReader.produced = 0
+    items = read_splits(plan.splits(), plan.context, parallelism=2, preserve_order=True,
+                        queue_batches=2, reader_factory=_CountingReader)
+    first = next(items)
+    deadline = time.monotonic() + 30
+    # the head's reader blocks on its 2 chunks, the other reads on (old bound: 11 batches)
+    while _CountingReader.produced < 150:
+        assert time.monotonic() < deadline, f"{_CountingReader.produced} batches produced"
+        time.sleep(0.01)
+    assert _CountingReader.produced > 2 * (2 + 2) + 2 + 1  # the old chunk-count bound
+    rest = [first, *items]
+    ids = [i for g in rest for i in g.batch.column("id").to_pylist()]
+    assert ids == _pyarrow_ids_in_split_order(plan)
+
+
+def test_lookahead_must_be_positive(catalog: SqlCatalog) -> None:
+    plan = _plan(catalog)
+    with pytest.raises(ValueError, match="lookahead must be >= 1 byte, got 0"):
+        list(read_splits(plan.splits(), plan.context, lookahead=0))
+
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("preserve_order", [True, False])
 def test_backpressure_and_close(catalog: SqlCatalog, table: Table, preserve_order: bool) -> None:
@@ -202,7 +301,7 @@ def test_backpressure_and_close(catalog: SqlCatalog, table: Table, preserve_orde
 
     items = read_splits(plan.splits(), plan.context, parallelism=2,
                         preserve_order=preserve_order, queue_batches=2, reader_factory=factory,
-                        lookahead=0)  # no byte budget: queue_batches chunks per queue
+                        lookahead=1)  # a queue behind the head: one chunk
     first = next(items)
     assert first.batch.num_rows == 1
     # readers run ahead only until the queues are full: wait until both are blocked
