@@ -13,13 +13,13 @@ per-split hand-off (thread wake-ups, GIL switches) cost as much as reading them.
 
 Memory is bounded: at most ``parallelism`` runs are read at a time; a slow consumer
 blocks the readers (backpressure). With ``preserve_order`` batches come out in split
-order (split i's batches all before split i+1's): the run the consumer drains has a
-queue of at most ``queue_batches`` chunks, and the runs behind it (read ahead by the
-other threads) hold up to a byte budget between them
-(:func:`lookahead_bytes`: 64 MiB per reader thread by default, at most 1 GiB), so a read
-of as many splits as threads still reads them at once. Otherwise batches come out as
-they are ready (a run's in split order) through one queue of ``queue_batches`` chunks
-per thread.
+order (split i's batches all before split i+1's): the run queues hold up to a byte
+budget between them (:func:`lookahead_bytes`: 64 MiB per reader thread by default, at
+most 1 GiB), so the runs behind the one the consumer drains are read ahead by the other
+threads and a read of as many splits as threads still reads them at once; past the
+budget only the drained run's queue admits chunks, up to ``queue_batches``. Otherwise
+batches come out as they are ready (a run's in split order) through one queue of
+``queue_batches`` chunks per thread.
 
 The parts, one module each: :mod:`~icefloe.local.feeder` (iterates the split source on
 a thread), :mod:`~icefloe.local.assigner` (claims runs), :mod:`~icefloe.local.worker`
@@ -72,7 +72,8 @@ MAX_LOOKAHEAD_BYTES = 1024 * 1024 * 1024
 
 def lookahead_bytes(parallelism: int) -> int:
     """The default lookahead budget of an ordered read on ``parallelism`` threads: the
-    Arrow bytes the runs read ahead of the one the consumer drains may hold between them
+    bytes the run queues may hold between them (most of it the runs read ahead of the
+    one the consumer drains)
     (:data:`LOOKAHEAD_BYTES_PER_READER` per thread, at most :data:`MAX_LOOKAHEAD_BYTES`).
     Before it the next run's reader stopped ``queue_batches`` chunks ahead, and a read of
     as many splits as threads was read by about one thread at a time."""
@@ -134,10 +135,10 @@ def read_splits(
     With ``busy``, the reader threads add the time they spend reading to it; ``failures``
     hears of every failed attempt to read a split (``(error, retrying)``).
 
-    With ``preserve_order``, the runs behind the one being delivered hold up to
-    ``lookahead`` bytes between them (Arrow bytes plus 1 KiB per batch; None:
-    :func:`lookahead_bytes`), plus one chunk per thread; the run being delivered holds
-    ``queue_batches`` chunks (:class:`~icefloe.local.queues.Lookahead`).
+    With ``preserve_order``, the run queues hold up to ``lookahead`` bytes between them
+    (Arrow bytes plus 1 KiB per batch; None: :func:`lookahead_bytes`), plus one chunk
+    per thread, plus ``queue_batches`` chunks of the run being delivered, which alone is
+    admitted past the budget (:class:`~icefloe.local.queues.Lookahead`).
     """
     if parallelism < 1:
         raise ValueError(f"parallelism must be >= 1, got {parallelism}")

@@ -3,7 +3,7 @@
 With ``preserve_order`` each claimed run gets a queue of its own
 (:class:`~icefloe.local.queues.RunQueue`), registered in claim order; the consumer drains
 the run queues one after the other, so split i's items all come before split i+1's. The
-queues behind the one being drained share a byte budget
+queues share a byte budget
 (:class:`~icefloe.local.queues.Lookahead`): the reader of a later run reads that far
 ahead of the consumer, so with few splits the threads still read at once. Otherwise
 every run shares one queue and the consumer takes chunks as they come (a run's own items
@@ -31,10 +31,10 @@ class Merger:
         preserve_order: deliver in split order.
         parallelism: reader threads (unordered: the consumer waits for each one's DONE).
         queue_batches: chunks one run queue holds (the shared queue: times parallelism;
-            ordered: the queue being drained; the ones behind it hold what the budget allows).
+            ordered: the queue being drained, past the lookahead budget).
         stop: the engine's stop event (the consumer's iteration ends when it is set).
-        lookahead_bytes: the Arrow bytes the ordered run queues behind the one being
-            drained may hold (:class:`~icefloe.local.queues.Lookahead`, >= 1; unordered: unused).
+        lookahead_bytes: the bytes the ordered run queues may hold between them
+            (:class:`~icefloe.local.queues.Lookahead`, >= 1; unordered: unused).
     """
 
     def __init__(self, preserve_order: bool, parallelism: int, queue_batches: int,
