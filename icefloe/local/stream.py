@@ -10,8 +10,10 @@ committed position advances only over acknowledged data, as a contiguous prefix,
 is written to the checkpoint store at most every ``checkpoint_interval_s`` seconds
 (0: on every ack), at once after a lineage reset, and on :meth:`LocalStream.stop`.
 
-Bounded memory: at most ``2 * parallelism`` splits wait in the coordinator and each
-reader holds a few batches; a slow sink slows reading down (backpressure).
+Bounded memory: at most ``2 * parallelism`` splits wait in the coordinator and the
+readers hold at most the engine's lookahead budget between them
+(:func:`icefloe.local.engine.lookahead_bytes`: 64 MiB of batches per reader thread) plus
+a few batches; a slow sink slows reading down (backpressure).
 
 Delivery: each batch exactly once to the sink's eyes when nothing fails; after a
 crash, a restart re-delivers only what was not acknowledged (at least once).
