@@ -1,5 +1,6 @@
-"""Decoding 128k-row batches and handing them on as ``batch_size`` slices gives the batches
-(boundaries and rows) a decode of ``batch_size`` rows gives."""
+"""Decoding batches of several ``batch_size`` (:data:`icefloe.reader.batches.DECODE_ROWS`
+rows) and handing them on as ``batch_size`` slices gives the batches (boundaries and
+rows) a decode of ``batch_size`` rows gives."""
 
 from __future__ import annotations
 
