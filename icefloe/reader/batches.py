@@ -14,10 +14,15 @@ from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
 
-DECODE_ROWS = 131072
-"""Rows Parquet decodes per call (PyArrow's dataset scan decodes 128k-row batches too).
-Decoding 64k-row batches took ~6% more CPU on the 20M-row read (alternated processes,
-RESULTS.md, Backfill: per-call set-up of the column readers and builders)."""
+DECODE_ROWS = 262144
+"""Rows Parquet decodes per call. Each call's column readers grow their value buffers
+(strings' data, fixed-width values) by reallocation, a copy of what the call decoded so
+far each time: the fewer calls, the fewer copies. Counted with callgrind on 256 MB x 16
+row groups (one thread, the whole file): 10.96 G instructions at 131072 rows, 10.43 G
+at 262144, 10.11 G decoding whole row groups as PyArrow's dataset scan does (its
+buffers then zeroed by the kernel instead: +0.2 s of system CPU per read); RESULTS.md,
+"Defaults matrix", session 14: the CPU of multi-row-group reads. Decoding 64k-row batches
+took ~6% more CPU than 128k on the 20M-row read (RESULTS.md, Backfill)."""
 
 
 def decode_rows(batch_size: int) -> int:
