@@ -24,7 +24,12 @@ its thread pools and connections, as a user's would), every batch iterated:
   same files (the paths listed before the clock starts);
 - PyIceberg: ``load_table(...).scan().to_arrow_batch_reader()``, table load included;
 - not a contender, Arrow decoding the cell's files from bytes fetched before the clock
-  (:data:`DECODE`): its CPU per read is the floor of :func:`cpu_ceiling`.
+  (:data:`DECODE`): its CPU per read is the floor of :func:`cpu_ceiling`;
+- not a contender, on S3 only, Arrow's S3 client fetching the cell's bytes without
+  decoding them (:data:`FETCH`); and around every read of every process on S3, the CPU of
+  SeaweedFS and the link's proxy (``server_cpu``): the terms of :func:`s3_bound`, the
+  least time any reader of an S3 cell can take, by which :func:`s3_ceiling` shows
+  PyIceberg's (and, from planning's round trips, PyArrow's) target out of reach.
 
 Targets of every cell: defaults >= 1.0x PyArrow's dataset reader, >= 1.5x PyIceberg,
 >= 0.9x the tuned setting. The figures of a run are kept in
@@ -45,7 +50,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -64,7 +69,21 @@ DECODE = "decode in memory"
 """Not a contender: Arrow's C++ Parquet reader (``pq.read_table``, threaded) decoding the
 cell's files from bytes fetched before the clock, the work every reader of the files must
 do; its CPU is a floor for :func:`cpu_ceiling`."""
-CONTENDERS = ("icefloe (defaults)", "icefloe (tuned)", "pyarrow dataset", "pyiceberg", DECODE)
+FETCH = "fetch (no decode)"
+"""Not a contender, on S3 cells only: Arrow's S3 client (``S3FileSystem``, the client every
+contender reads through) fetching the cell's files whole, in :data:`FETCH_PIECE` ranges,
+:data:`FETCH_THREADS` at a time, each range read into a buffer its thread reuses (no decode,
+no fresh pages, the files' handles kept open across reads, so no HEAD after the first
+read): the client's transfer CPU per byte at its least, a term of :func:`s3_ceiling`."""
+FETCH_PIECE = 8 * 2**20
+FETCH_THREADS = 8
+PLANNING_ROUND_TRIPS = 2
+"""Requests through the proxy, each waiting for the one before, before any data file of a
+table is known: the manifest list (its path is in the table's metadata, which the REST
+catalog answers directly, not through the proxy), then the manifest (its path is in the
+manifest list); the data files' paths are in the manifest."""
+CONTENDERS = ("icefloe (defaults)", "icefloe (tuned)", "pyarrow dataset", "pyiceberg", DECODE,
+              FETCH)
 TARGETS = {"pyarrow dataset": 1.0, "pyiceberg": 1.5, "icefloe (tuned)": 0.9}
 """Least ratio (the contender's median time / icefloe's at its defaults) of every cell."""
 TUNE_BUDGETS = {32 * MB: "30s", 256 * MB: "90s", 1_000 * MB: "150s"}
@@ -143,6 +162,32 @@ class Links:
 
         return pafs.S3FileSystem(endpoint_override=self.endpoints[link], access_key=ACCESS_KEY,
                                  secret_key=SECRET_KEY, region=REGION, scheme="http")
+
+    def server_pids(self, link: str) -> list[int]:
+        """The processes of this machine that serve a read over ``link``: SeaweedFS (the
+        ``weed mini`` process and its descendants) and the latency proxy of the link's
+        delay (this process's child running ``benchmarks.bench_objectstore --proxy PORT
+        DELAY``); none for the local disk."""
+        if link == "local disk":
+            return []
+        parents: dict[int, int] = {}
+        cmdlines: dict[int, list[str]] = {}
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+                cmdlines[int(entry.name)] = (entry / "cmdline").read_text().split("\0")
+            except OSError:  # exited meanwhile
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+        weed = [self.seaweed.proc.pid]
+        for pid in weed:  # grows as it goes: every descendant
+            weed.extend(p for p, parent in parents.items() if parent == pid)
+        proxies = [p for p, parent in parents.items() if parent == os.getpid()
+                   and "--proxy" in cmdlines[p]
+                   and float(cmdlines[p][cmdlines[p].index("--proxy") + 2]) == DELAYS[link]]
+        return weed + proxies
 
     def add(self, identifier: str, files: list[Path]) -> None:
         """The cell's table on both storages: the cached files themselves (local disk), a
@@ -249,6 +294,8 @@ def _child(spec: dict[str, Any]) -> None:
              for t in catalog.load_table(identifier).scan().plan_files()]
     blobs = [] if kind != "decode in memory" else [
         (fs or pafs.LocalFileSystem()).open_input_file(p).read_buffer() for p in paths]
+    if kind == FETCH:
+        fetch = _fetcher(fs, paths)
 
     def read() -> int:
         if kind.startswith("icefloe"):
@@ -261,6 +308,8 @@ def _child(spec: dict[str, Any]) -> None:
             return sum(pq.read_table(p, filesystem=fs).num_rows for p in paths)
         if kind == "decode in memory":  # the decode alone, of bytes fetched before
             return sum(pq.read_table(pa.BufferReader(b)).num_rows for b in blobs)
+        if kind == FETCH:  # the transfer alone
+            return fetch()
         return sum(b.num_rows for b in ds.dataset(paths, format="parquet",
                                                   filesystem=fs).to_batches())
 
@@ -272,15 +321,67 @@ def _child(spec: dict[str, Any]) -> None:
                           "cpu": time.process_time() - cpu}), flush=True)
 
 
+def _fetcher(fs: Any, paths: list[str]) -> Callable[[], int]:
+    """:data:`FETCH`'s read, set up before the clock: a function fetching every byte of
+    ``paths`` (on ``fs``, Arrow's S3 filesystem) in :data:`FETCH_PIECE` ranges,
+    :data:`FETCH_THREADS` at a time, each into its thread's reused buffer; returns the
+    files' rows (from their footers, read here) as the contenders' reads do."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    import pyarrow.parquet as pq
+
+    rows = sum(pq.read_metadata(p, filesystem=fs).num_rows for p in paths)
+    sizes = {p: fs.get_file_info(p).size for p in paths}
+    pieces = [(p, at, min(FETCH_PIECE, size - at))
+              for p, size in sizes.items() for at in range(0, size, FETCH_PIECE)]
+    pool = ThreadPoolExecutor(FETCH_THREADS, thread_name_prefix="fetch")
+    local = threading.local()
+
+    def piece(p: str, at: int, n: int) -> int:
+        if not hasattr(local, "buffer"):  # once per thread: kept across reads
+            local.buffer, local.files = memoryview(bytearray(FETCH_PIECE)), {}
+        f = local.files.get(p) or local.files.setdefault(p, fs.open_input_file(p))
+        f.seek(at)
+        got = int(f.readinto(local.buffer[:n]))
+        assert got == n, f"{p}: {got} bytes at {at}, not {n}"
+        return got
+
+    def fetch() -> int:
+        got = sum(pool.map(lambda x: piece(*x), pieces))
+        assert got == sum(sizes.values())
+        return rows
+
+    return fetch
+
+
 Runs = dict[str, list[tuple[float, int, float]]]
 
 
+def servers_cpu(pids: list[int]) -> float:
+    """CPU seconds so far (user + system, with waited-for children) of the processes
+    ``pids``, from ``/proc/<pid>/stat`` (one clock tick, 10 ms, resolution each)."""
+    from benchmarks.profile_io import process_cpu
+
+    return sum(process_cpu(pid) for pid in pids)
+
+
+IDLE_S = 1.0
+"""Seconds the servers' CPU is sampled with no read running, before a cell's reads: their
+own background (SeaweedFS's heartbeats), recorded as ``server_idle_cpu_s`` per second."""
+
+
 def measure(where: Links, link: str, identifier: str, tuned: dict[str, str], threads: int,
-            reps: int) -> tuple[Runs, Runs | None]:
+            reps: int) -> tuple[Runs, Runs | None, dict[str, Any]]:
     """``reps`` reads of every contender, round-robin with the first rotated; then, where
     those leave the tuned target undecided (:func:`undecided`), more reads of the
     defaults and the tuned setting alone in the same processes, interleaved, until each
-    has :data:`TUNED_REPS` (returned second, the first ``reps`` included; else None)."""
+    has :data:`TUNED_REPS` (returned second, the first ``reps`` included; else None).
+    Third: on S3 (:data:`FETCH` runs there too), the CPU seconds of the processes serving
+    the link (:meth:`Links.server_pids`) during each of the ``reps`` reads of every
+    contender (``server_cpu``: by name, in order; read in this process right before the
+    read's request and after its answer) and their CPU per second with no read running
+    (``server_idle_cpu_s``); empty on the local disk."""
     from icefloe.seaweed import ACCESS_KEY, REGION, SECRET_KEY
 
     s3 = None if link == "local disk" else {
@@ -295,23 +396,36 @@ def measure(where: Links, link: str, identifier: str, tuned: dict[str, str], thr
         "pyiceberg": {"kind": "pyiceberg"},
         DECODE: {"kind": DECODE},
     }
+    if s3 is not None:
+        specs[FETCH] = {"kind": FETCH}
     procs = {name: Contender({**base, **spec}) for name, spec in specs.items()}
+    pids = where.server_pids(link)
     try:
         for proc in procs.values():
             proc.ready()
+        servers: dict[str, Any] = {}
+        if pids:
+            before, at = servers_cpu(pids), time.perf_counter()
+            time.sleep(IDLE_S)  # a sample's length, not a synchronization
+            servers["server_idle_cpu_s"] = round(
+                (servers_cpu(pids) - before) / (time.perf_counter() - at), 4)
+            servers["server_cpu"] = {n: [] for n in procs}
         names = list(procs)
         out: dict[str, list[tuple[float, int, float]]] = {n: [] for n in names}
         for r in range(reps):
             for name in names[r % len(names):] + names[:r % len(names)]:
+                before = servers_cpu(pids)
                 out[name].append(procs[name].read())
+                if pids:
+                    servers["server_cpu"][name].append(round(servers_cpu(pids) - before, 2))
         pair = ["icefloe (defaults)", "icefloe (tuned)"]
         if not undecided([s for s, _, _ in out[pair[0]]], [s for s, _, _ in out[pair[1]]]):
-            return out, None
+            return out, None, servers
         more: Runs = {n: list(out[n]) for n in pair}
         for r in range(reps, TUNED_REPS):
             for name in pair[r % 2:] + pair[:r % 2]:
                 more[name].append(procs[name].read())
-        return out, more
+        return out, more, servers
     finally:
         for proc in procs.values():
             proc.close()
@@ -379,7 +493,7 @@ def measure_cells(scale: str, only: set[str] | None = None, path: Path | None = 
                             + ("" if not result.skipped else
                                f"; not swept: {', '.join(result.skipped)}") + ")"
                 tuning_s = time.perf_counter() - started
-                runs, pair = measure(where, link, identifier, tuned, threads, reps)
+                runs, pair, servers = measure(where, link, identifier, tuned, threads, reps)
                 counts = {r for rs in runs.values() for _, r, _ in rs}
                 assert len(counts) == 1, f"contenders read different rows: {runs}"
                 n_files, rows = cell_files(size, row_groups)
@@ -393,6 +507,7 @@ def measure_cells(scale: str, only: set[str] | None = None, path: Path | None = 
                     "tuned": {**tuned, "parallelism": threads},
                     **({} if pair is None else {"tuned_pair": {
                         n: [s for s, _, _ in rs] for n, rs in pair.items()}}),
+                    **servers,
                     "load": [load_before, load_avg()], "cores": os.cpu_count(),
                     "at": time.strftime("%H:%M", time.gmtime()),
                     "elapsed_s": round(time.perf_counter() - started, 1)}
@@ -460,7 +575,7 @@ def cpu_ceiling(cell: dict[str, Any], peer: str) -> str | None:
     this rule (PyArrow's reader does the decode too), nor is the tuned setting's."""
     if peer != "pyiceberg" or "cpu" not in cell or DECODE not in cell["cpu"]:
         return None
-    floors = {n: median(c) for n, c in cell["cpu"].items() if c}
+    floors = {n: median(c) for n, c in cell["cpu"].items() if c and n != FETCH}
     who = min(floors, key=lambda n: floors[n])
     cores = int(cell.get("cores") or 2)
     least = floors[who] / cores
@@ -472,11 +587,125 @@ def cpu_ceiling(cell: dict[str, Any], peer: str) -> str | None:
             f"({median(cell['seconds'][peer]):.2f} s) needs <= {need:.2f} s")
 
 
+def _servers(cell: dict[str, Any], name: str) -> float:
+    """The median CPU seconds the servers (SeaweedFS, the proxy) spent on a read of
+    ``name``, less their own background over the read's time (``server_idle_cpu_s``)."""
+    idle = float(cell.get("server_idle_cpu_s") or 0.0)
+    return median([max(0.0, c - idle * t) for c, t in zip(
+        cell["server_cpu"][name], cell["seconds"][name], strict=False)])
+
+
+def s3_bound(cell: dict[str, Any]) -> dict[str, Any] | None:
+    """The least wall time any reader of an S3 cell's table can take on this machine,
+    from the cell's own figures, with its terms; None for a local cell, or one recorded
+    without :data:`FETCH`'s and the servers' figures (``cpu``, ``server_cpu``).
+
+    Who is bounded: a reader through Arrow's S3 client (the client every contender
+    uses), from the table's name: it learns the data files from the manifest, which it
+    learns from the manifest list, on the cell's link (the latency proxy, ``delay`` each
+    way: a request's answer comes at least ``2 x delay`` after it was sent), on the cell's
+    machine (``cores``, every one the read's alone: other load only lengthens a read).
+
+    The premise, as :func:`cpu_ceiling`'s: no reader does a piece of work with less CPU
+    than the least any process of the cell was measured doing it with (medians per
+    process). The pieces, per read:
+    - ``decode``: :data:`DECODE`'s CPU, Arrow decoding the files from memory;
+    - ``fetch``: :data:`FETCH`'s CPU, Arrow's S3 client moving the files' bytes into
+      reused buffers (the kernel's TCP receive, the client's copy; no decode);
+    - ``servers``: the CPU SeaweedFS and the proxy spent on :data:`FETCH`'s read (the
+      data alone), less their background (:func:`_servers`);
+    - ``whole``: the least of (decode + fetch) and each S3 reader's own CPU, plus the least
+      servers' CPU of any S3 reader, the fetch's included: the whole read's work.
+
+    Three bounds, each sound under the premise; the bound is their largest:
+    1. ``planning + 2 x delay``: :data:`PLANNING_ROUND_TRIPS` requests in series through
+       the proxy (``planning`` = 2 x 2 x delay) before any data file is known, then at
+       least one more round trip for the data's first bytes (one GET of a whole file).
+       The REST catalog's answer is not proxied and is counted as 0.
+    2. ``whole / cores``: the whole read's work fits in its wall time on the cores.
+    3. ``planning + (decode + fetch + servers) / cores``: that work is the data's, and
+       none of it can start before the manifest names the data files, which is at least
+       ``planning`` after the start (planning's own CPU overlapping it is not counted),
+       so the data's time adds to planning's round trips rather than overlapping them.
+       Used only where the premise holds for these data-only figures as far as the cell
+       shows: decode + fetch <= every S3 reader's own CPU (else not used), fetch's
+       servers' CPU <= every reader's (else counted as 0). A reader's own figures include
+       its planning's CPU (tens of ms), so this check is up to that much.
+    Left out, so the bound stays below any reader's time: the catalog's round trip, Arrow's
+    HEAD before each GET, the footer's round trip before ranged reads, a column chunk's
+    decode being serial, the first read's set-up (the medians mostly skip it)."""
+    delay = DELAYS.get(cell.get("link", ""))
+    cpu, server = cell.get("cpu") or {}, cell.get("server_cpu") or {}
+    if delay is None or DECODE not in cpu or FETCH not in cpu or FETCH not in server:
+        return None
+    readers = [n for n in cpu if n not in (DECODE, FETCH) and cpu[n]]
+    decode, fetch = median(cpu[DECODE]), median(cpu[FETCH])
+    own = {n: median(cpu[n]) for n in readers}
+    servers = {FETCH: _servers(cell, FETCH),
+               **{n: _servers(cell, n) for n in readers if server.get(n)}}
+    cores = int(cell.get("cores") or 2)
+    planning = PLANNING_ROUND_TRIPS * 2 * delay
+    client_who = min(own, key=lambda n: own[n]) if own else None
+    client = min([decode + fetch, *own.values()])
+    server_who = min(servers, key=lambda n: servers[n])
+    whole = (client + servers[server_who]) / cores
+    bounds = {"round trips": planning + 2 * delay, "whole": whole}
+    data_server = servers[FETCH] if server_who == FETCH else 0.0
+    if decode + fetch <= client:
+        bounds["data after planning"] = planning + (decode + fetch + data_server) / cores
+    which = max(bounds, key=lambda n: bounds[n])
+    return {"bound": bounds[which], "which": which, "bounds": bounds, "planning": planning,
+            "delay": delay, "decode": decode, "fetch": fetch, "servers": servers,
+            "data_server": data_server, "client": client, "cores": cores,
+            "client_who": "decode + fetch" if decode + fetch <= client else client_who,
+            "server_who": server_who}
+
+
+def s3_ceiling(cell: dict[str, Any], peer: str) -> str | None:
+    """Why the ``peer`` target of an S3 cell is out of reach by :func:`s3_bound`, or None
+    (a local cell, a cell without the bound's figures, a bound within the need).
+
+    PyIceberg's 1.5x: out of reach where the bound is longer than PyIceberg's median time
+    / 1.5. PyArrow's 1.0x: only where the bound is longer than PyArrow's median time and
+    the same bound without planning's round trips is not, so the ceiling is work PyArrow's
+    timing leaves out (its files are listed before its clock), as :data:`CEILINGS`'
+    planning entries; the tuned target never."""
+    found = s3_bound(cell) if peer in ("pyiceberg", "pyarrow dataset") else None
+    if found is None:
+        return None
+    theirs = median(cell["seconds"][peer])
+    need = theirs / TARGETS[peer]
+    bound, delay = found["bound"], found["delay"]
+    if bound <= need:
+        return None
+    if peer == "pyarrow dataset":
+        without = max(2 * delay, found["bounds"]["whole"],
+                      found["bounds"].get("data after planning", 0.0) - found["planning"])
+        if without > need:
+            return None
+    terms = {
+        "round trips": f"planning's {PLANNING_ROUND_TRIPS} round trips in series, then one "
+                       f"for the data: {PLANNING_ROUND_TRIPS + 1} x {2 * delay:.2f} s",
+        "whole": f"the least CPU of a read ({found['client_who']}'s {found['client']:.2f} s "
+                 f"+ the servers' {found['servers'][found['server_who']]:.2f} s) over "
+                 f"{found['cores']} cores",
+        "data after planning": f"planning's {PLANNING_ROUND_TRIPS} round trips "
+                               f"({found['planning']:.2f} s), then the data's CPU (decode "
+                               f"{found['decode']:.2f} s + Arrow's S3 client "
+                               f"{found['fetch']:.2f} s + SeaweedFS and proxy "
+                               f"{found['data_server']:.2f} s) over {found['cores']} cores"}
+    name = "1.5x PyIceberg" if peer == "pyiceberg" else \
+        "1.0x PyArrow (its listing before its clock)"
+    return (f"S3 floor: {terms[found['which']]} is {bound:.3f} s; {name} "
+            f"({theirs:.3f} s) needs <= {need:.3f} s")
+
+
 def ceiling(key: str, cell: dict[str, Any], peer: str) -> str | None:
     """The reason the ``peer`` target of ``cell`` is shown out of reach: a profile's
-    (:data:`CEILINGS`) or the cell's own CPU floor (:func:`cpu_ceiling`); else None."""
+    (:data:`CEILINGS`), the S3 cell's floor (:func:`s3_ceiling`) or the cell's own CPU
+    floor (:func:`cpu_ceiling`); else None."""
     if DECODE in cell.get("cpu", {}):
-        return CEILINGS.get((key, peer)) or cpu_ceiling(cell, peer)
+        return CEILINGS.get((key, peer)) or s3_ceiling(cell, peer) or cpu_ceiling(cell, peer)
     return CEILINGS.get((key, peer)) or PROFILED_CPU_CEILINGS.get((key, peer))
 
 
@@ -516,7 +745,21 @@ def _row(cell: dict[str, Any]) -> list[str]:
             cell_verdict(key, cell),
             cell["tune"], f"{cell['load'][0].split()[0]}-{cell['load'][1].split()[0]}",
             " / ".join(f"{median(cell['cpu'][n]):.2f}" for n in (
-                "icefloe (defaults)", "pyarrow dataset", "pyiceberg")) if "cpu" in cell else "-"]
+                "icefloe (defaults)", "pyarrow dataset", "pyiceberg")) if "cpu" in cell else "-",
+            _floor_text(cell)]
+
+
+def _floor_text(cell: dict[str, Any]) -> str:
+    """The S3 cell's bound (:func:`s3_bound`) and its terms, for the report; "-" without."""
+    found = s3_bound(cell)
+    if found is None:
+        return "-"
+    servers = found["servers"]
+    return (f"{found['bound']:.3f} ({found['which']}); servers "
+            + " / ".join(f"{servers[n]:.2f}" if n in servers else "-" for n in (
+                "icefloe (defaults)", "pyarrow dataset", "pyiceberg"))
+            + f"; decode {found['decode']:.2f} + fetch {found['fetch']:.2f} + "
+            f"{servers[FETCH]:.2f}")
 
 
 def draw(recorded: dict[str, dict[str, Any]], path: Path) -> None:
@@ -588,7 +831,11 @@ def report(scale: str, recorded: dict[str, dict[str, Any]], took: float | None) 
             "interleaved, medians (± half the runs' range over the median); on the shared "
             "2-core machine with other jobs running (load average before-after each cell "
             "in the load column). CPU: the reading process's CPU seconds per read, "
-            "medians. Ratios: the peer's median time / "
+            "medians. S3 floor: the least time any reader can take by `s3_bound` (its "
+            "largest term named), the servers' (SeaweedFS + proxy) CPU s per read of "
+            "icefloe / pyarrow / pyiceberg, and the data-only figures: Arrow's decode "
+            "from memory + Arrow's S3 client fetching the bytes + the servers' CPU for "
+            "that fetch. Ratios: the peer's median time / "
             "icefloe's at its defaults (above 1: the defaults faster); targets: >= 1.0x "
             "PyArrow's dataset reader, >= 1.5x PyIceberg, >= 0.9x the setting `icefloe tune` "
             f"found for the cell. **{met} of {len(rows)} cells meet every target"
@@ -597,7 +844,9 @@ def report(scale: str, recorded: dict[str, dict[str, Any]], took: float | None) 
             "![the matrix](matrix.png)\n\n"
             + md_table(["file size", "row groups", "link", "files x rows", "icefloe defaults",
                         "vs pyarrow", "vs pyiceberg", "defaults / tuned", "verdict",
-                        "icefloe tune", "load", "CPU s: icefloe / pyarrow / pyiceberg"],
+                        "icefloe tune", "load", "CPU s: icefloe / pyarrow / pyiceberg",
+                        "S3 floor s; servers' CPU s: icefloe / pyarrow / pyiceberg; "
+                        "decode + fetch + its servers' CPU s"],
                        rows))
 
 

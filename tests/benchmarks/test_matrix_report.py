@@ -116,3 +116,138 @@ def test_a_cpu_ceiling_from_the_cells_own_figures() -> None:
     # such a cell keeps session 11's profiled ceiling
     assert "decoding the files alone takes 0.32 s" in report(
         "quick", {"1:1:local-disk": cell}, None)
+
+
+def _s3_cell(pyiceberg: float, pyarrow: float = 0.5) -> dict[str, Any]:
+    """An S3 cell at 10 ms with the figures of :func:`bench_matrix.s3_bound`: decode
+    0.28 s + fetch 0.06 s of CPU, the fetch's servers 0.13 s, the readers' 0.40 s and
+    0.20 s; 2 cores."""
+    cell = _cell(32 * MB, 4, "s3 10 ms", 0.6, pyarrow, pyiceberg, 0.6)
+    cell["cores"] = 2
+    cell["seconds"][bench_matrix.DECODE] = [0.2] * 3
+    cell["seconds"][bench_matrix.FETCH] = [0.1] * 3
+    readers = ["icefloe (defaults)", "icefloe (tuned)", "pyarrow dataset", "pyiceberg"]
+    cell["cpu"] = {**{n: [0.4] * 3 for n in readers}, bench_matrix.DECODE: [0.28] * 3,
+                   bench_matrix.FETCH: [0.05, 0.06, 0.2]}
+    cell["server_cpu"] = {**{n: [0.2] * 3 for n in readers}, bench_matrix.DECODE: [0.0] * 3,
+                          bench_matrix.FETCH: [0.13] * 3}
+    cell["server_idle_cpu_s"] = 0.0
+    return cell
+
+
+def test_the_s3_floor_adds_planning_to_the_datas_cpu() -> None:
+    """On S3 the bound is planning's 2 round trips (0.04 s at 10 ms) plus the data's CPU
+    (decode + Arrow's S3 client + the servers' for the fetch) over the cores: 0.04 +
+    (0.28 + 0.06 + 0.13) / 2 = 0.275 s. A ceiling for 1.5x PyIceberg where that exceeds
+    PyIceberg's time / 1.5 (the old rule, the decode's 0.14 s, shows none there), none
+    where it does not."""
+    cell = _s3_cell(pyiceberg=0.39)  # needs <= 0.26 s
+    found = bench_matrix.s3_bound(cell)
+    assert found is not None and found["which"] == "data after planning"
+    assert found["bound"] == pytest.approx(0.04 + (0.28 + 0.06 + 0.13) / 2)
+    assert found["bounds"]["round trips"] == pytest.approx(0.06)
+    assert found["bounds"]["whole"] == pytest.approx((0.34 + 0.13) / 2)
+    why = bench_matrix.s3_ceiling(cell, "pyiceberg")
+    assert why is not None and "0.275 s; 1.5x PyIceberg (0.390 s) needs <= 0.260 s" in why
+    assert "decode 0.28 s + Arrow's S3 client 0.06 s + SeaweedFS and proxy 0.13 s" in why
+    assert bench_matrix.cpu_ceiling(cell, "pyiceberg") is None  # the local rule: 0.14 s
+    text = report("full", {"32:4:s3-10-ms": cell}, None)
+    assert "ceiling (pyiceberg): S3 floor: planning's 2 round trips (0.04 s)" in text
+    assert "| 0.275 (data after planning); servers 0.20 / 0.20 / 0.20; decode 0.28 + " \
+        "fetch 0.06 + 0.13 |" in text
+    assert bench_matrix.s3_ceiling(_s3_cell(pyiceberg=0.42), "pyiceberg") is None  # 0.28
+    assert bench_matrix.s3_ceiling(cell, "icefloe (tuned)") is None
+    # the servers' background over each read's time is not the read's
+    cell["server_idle_cpu_s"] = 0.1  # the fetch's 0.13 - 0.1 x 0.1 s; icefloe's 0.14
+    found = bench_matrix.s3_bound(cell)
+    assert found is not None and found["bound"] == pytest.approx(0.04 + 0.46 / 2)
+
+
+def test_the_s3_floor_only_maxes_what_the_cell_refutes() -> None:
+    """Where a reader's whole CPU is below decode + fetch, those are not a floor of the
+    data's work: the bound is then the round trips or the least whole read's CPU, with
+    nothing added; where a reader's servers' CPU is below the fetch's, the data's
+    server term counts 0."""
+    cell = _s3_cell(pyiceberg=0.39)
+    cell["cpu"]["pyiceberg"] = [0.30] * 3  # < 0.34
+    found = bench_matrix.s3_bound(cell)
+    assert found is not None and "data after planning" not in found["bounds"]
+    assert found["bound"] == pytest.approx((0.30 + 0.13) / 2) and found["which"] == "whole"
+    assert bench_matrix.s3_ceiling(cell, "pyiceberg") is None  # 0.215 <= 0.26
+    cell = _s3_cell(pyiceberg=0.39)
+    cell["server_cpu"]["pyarrow dataset"] = [0.10] * 3  # < the fetch's 0.13
+    found = bench_matrix.s3_bound(cell)
+    assert found is not None and found["data_server"] == 0.0
+    assert found["bounds"]["data after planning"] == pytest.approx(0.04 + 0.34 / 2)
+    assert found["bound"] == pytest.approx((0.34 + 0.10) / 2)  # whole: 0.22 s
+
+
+def test_the_s3_floor_against_pyarrow_only_from_planning() -> None:
+    """PyArrow's 1.0x is out of reach only where planning's round trips, which its timing
+    leaves out, carry the bound past its time: not where the data's floor alone does."""
+    cell = _s3_cell(pyiceberg=0.9, pyarrow=0.25)  # without planning 0.235 s <= 0.25 s
+    why = bench_matrix.s3_ceiling(cell, "pyarrow dataset")
+    assert why is not None and "1.0x PyArrow (its listing before its clock) (0.250 s)" in why
+    cell = _s3_cell(pyiceberg=0.9, pyarrow=0.2)  # 0.235 s > 0.2 s without planning
+    assert bench_matrix.s3_ceiling(cell, "pyarrow dataset") is None
+
+
+def test_cells_without_the_s3_figures_still_report() -> None:
+    """An S3 cell recorded before the fetch and the servers were measured has no S3
+    bound; it reports as before (the local rule, "-" in the floor's column)."""
+    cell = _s3_cell(pyiceberg=0.39)
+    del cell["server_cpu"], cell["server_idle_cpu_s"]
+    del cell["cpu"][bench_matrix.FETCH], cell["seconds"][bench_matrix.FETCH]
+    assert bench_matrix.s3_bound(cell) is None
+    text = report("full", {"32:4:s3-10-ms": cell}, None)
+    assert "**missed** (pyarrow, pyiceberg) | within-noise" in text and text.endswith(" | - |")
+    assert bench_matrix.s3_bound(_cell(MB, 1, "local disk", 1, 1, 1, 1)) is None
+
+
+_CHILD = """
+import sys, time
+start = time.process_time()
+while time.process_time() - start < 0.3:
+    pass
+print("burnt", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_the_servers_cpu_read_from_proc_and_their_processes(tmp_path: Path) -> None:
+    """:func:`bench_matrix.servers_cpu` reads a live process's CPU (it burns 0.3 s);
+    :meth:`Links.server_pids` finds SeaweedFS's process tree and the proxy of the link's
+    delay among this process's children, not the other link's proxy."""
+    import subprocess
+    import sys
+
+    def child(*args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen([sys.executable, "-c", _CHILD, *args], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True)
+
+    burner = child()
+    try:
+        assert burner.stdout is not None and burner.stdout.readline() == "burnt\n"
+        used = bench_matrix.servers_cpu([burner.pid])
+        assert 0.29 <= used < 5  # its 0.3 s, in 10 ms ticks; not the machine's
+    finally:
+        burner.communicate("")
+    spawn = "import subprocess, sys; subprocess.run([sys.executable, '-c', sys.argv[1]])"
+    weed = subprocess.Popen([sys.executable, "-c", spawn, _CHILD], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    proxies = [child("--proxy", "1", "0.01"), child("--proxy", "1", "0.03")]
+    try:
+        assert weed.stdout is not None and weed.stdout.readline() == "burnt\n"
+
+        class Seaweed:
+            proc = weed
+
+        links = bench_matrix.Links(tmp_path, Seaweed(), {})
+        pids = links.server_pids("s3 10 ms")
+        assert pids[0] == weed.pid and len(pids) == 3 and proxies[0].pid in pids
+        assert proxies[1].pid not in pids and proxies[1].pid in links.server_pids("s3 30 ms")
+        assert links.server_pids("local disk") == []
+        assert bench_matrix.servers_cpu(pids) >= 0.29  # the grandchild's burn
+    finally:
+        for proc in [weed, *proxies]:
+            proc.communicate("")
