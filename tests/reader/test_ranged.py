@@ -133,18 +133,32 @@ def test_a_failed_fetch_fails_the_read_that_needs_it(parquet: Path) -> None:
         list(reader.iter_batches(10_000, [0], None))
 
 
-def test_blocks_are_fetched_into_arrow_memory(parquet: Path) -> None:
+def test_blocks_are_fetched_into_arrow_memory(parquet: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """The blocks fetched ahead are buffers of Arrow's memory pool (which keeps freed
-    memory for the next ones), not Python bytes objects mapped fresh each time."""
+    memory for the next ones), not Python bytes objects mapped fresh each time: every
+    read is served from inside a buffer ``pa.allocate_buffer`` returned. (Counted per
+    buffer, not by the process-wide allocation, which other tests' threads can move.)"""
+    allocated: list[pa.Buffer] = []
+    original = pa.allocate_buffer
+
+    def allocate(size: int) -> pa.Buffer:
+        buffer = original(size)
+        allocated.append(buffer)
+        return buffer
+
+    monkeypatch.setattr("icefloe.reader.ranged.pa.allocate_buffer", allocate)
     pf, stream = _open(parquet)
     chunks = chunk_ranges(pf.metadata, [0, 1, 2, 3], None)
-    before = pa.total_allocated_bytes()
     ranged = RangedFile(stream, blocks(chunks, gap=0, piece=4096), concurrency=1_000,
                         ahead_bytes=1 << 30, reads=chunks, piece=4096)
-    assert pa.total_allocated_bytes() - before >= sum(n for _, n in chunks)
+    assert sum(b.size for b in allocated) >= sum(n for _, n in chunks)
     data = parquet.read_bytes()
     for start, length in chunks:
-        assert ranged.read_at(length, start).to_pybytes() == data[start:start + length]
+        got = ranged.read_at(length, start)
+        assert got.to_pybytes() == data[start:start + length]
+        assert any(b.address <= got.address and got.address + got.size <= b.address + b.size
+                   for b in allocated), f"the read at {start} is not in a pool buffer"
     assert ranged.fallback_reads == 0
     ranged.close()
 
