@@ -35,13 +35,14 @@ file system."""
 
 OBJECT_STORE_PARALLELISM = 4
 """Reader threads of a bounded read that sets no ``parallelism``, of a table on an object
-store (S3, GCS, ADLS, HDFS: a location with a scheme other than ``file:``). More than on a
-local disk because a reader thread waits out round trips at the start of each run of small
-files (the run's first file is fetched before it decodes, see
-:mod:`icefloe.reader.prefetch`), and a second thread per core decodes meanwhile: 64 files of
-1 MB read 1.19-1.32x as fast at 4 threads as at 2 on S3 at 10-30 ms; 8 and 16 threads were
-no faster than 4 and took more CPU; reads of a few large files are unchanged (threads beyond
-the splits idle). benchmarks/RESULTS.md, "Session 14 (issue 30): small files"."""
+store (S3, GCS, ADLS, HDFS: a location with a scheme other than ``file:``). Measured:
+64 files of 1 MB read 1.09-1.36x as fast at 4 threads as at 2 on S3 at 10-30 ms; 8 and
+16 threads were no faster than 4 (and took up to 1.6x the CPU); reads of a few large files
+did not change (threads beyond the splits idle). A likely cause, not profiled: a reader's
+run of small files starts with a wait for its first file's fetch
+(:mod:`icefloe.reader.prefetch` fetches ahead within a run only), which more threads
+overlap. benchmarks/RESULTS.md,
+"Session 14 (issue 30): small files"."""
 
 
 def default_parallelism(plan: BoundedPlan) -> int:
