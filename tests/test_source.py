@@ -27,6 +27,7 @@ from icefloe import (
     TableNotFoundError,
 )
 from tests.conftest import append_partitioned, assert_same_rows
+from tests.helpers.parallelism import record_parallelism
 from tests.helpers.tables import (
     EVENTS_SCHEMA,
     add_equality_deletes,
@@ -508,15 +509,7 @@ def test_the_default_parallelism_of_a_local_table(catalog: SqlCatalog,
     table = make_table(catalog)
     for start in range(0, 60, 10):
         table.append(rows(10, start=start))
-    threads: list[int] = []
-    real = source_module.read_splits
-
-    def recording(splits: object, context: object, parallelism: int, *args: object,
-                  **kwargs: object) -> object:
-        threads.append(parallelism)
-        return real(splits, context, parallelism, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(source_module, "read_splits", recording)
+    threads = record_parallelism(monkeypatch, source_module)
     assert source_module.LOCAL_PARALLELISM == 2
     assert_same_rows(_source(catalog).to_arrow(), table.scan().to_arrow())
     assert_same_rows(pa.Table.from_batches(list(_source(catalog).read())),

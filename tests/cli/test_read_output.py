@@ -11,6 +11,7 @@ import pytest
 
 from icefloe.cli.failures import EXIT_DATA, EXIT_OUTPUT
 from tests.cli.support import assert_one_line, run, warehouse
+from tests.helpers.parallelism import record_parallelism
 
 
 @pytest.fixture
@@ -105,14 +106,7 @@ def test_read_parallelism_defaults_as_the_librarys(home, capsys, tmp_path: Path,
     from icefloe.source import LOCAL_PARALLELISM
 
     _, table = home
-    threads: list[int] = []
-    real = engine.read_splits
-
-    def recording(splits, context, parallelism, *args, **kwargs):  # type: ignore[no-untyped-def]
-        threads.append(parallelism)
-        return real(splits, context, parallelism, *args, **kwargs)
-
-    monkeypatch.setattr(engine, "read_splits", recording)
+    threads = record_parallelism(monkeypatch, engine)
     for name, extra in (("a.parquet", []), ("b.parquet", ["--parallelism", "3"])):
         assert run(capsys, "read", "db.events", "--to", str(tmp_path / name), *extra).code == 0
         assert _ids(tmp_path / name) == _oracle(table)

@@ -16,6 +16,7 @@ import pytest
 
 from icefloe import IcebergSource
 from tests.conftest import assert_same_rows
+from tests.helpers.parallelism import record_parallelism
 from tests.objectstore.conftest import History, S3Catalog, oracle
 
 
@@ -104,15 +105,7 @@ def test_the_default_parallelism_of_a_table_in_s3(s3_catalog: S3Catalog, history
     rows; an explicit ``parallelism`` is kept."""
     import icefloe.source as source_module
 
-    threads: list[int] = []
-    real = source_module.read_splits
-
-    def recording(splits: object, context: object, parallelism: int, *args: object,
-                  **kwargs: object) -> object:
-        threads.append(parallelism)
-        return real(splits, context, parallelism, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(source_module, "read_splits", recording)
+    threads = record_parallelism(monkeypatch, source_module)
     assert source_module.OBJECT_STORE_PARALLELISM == 4
     source = IcebergSource(history.identifier, options=s3_catalog.options())
     assert_same_rows(pa.Table.from_batches(list(source.read()),
