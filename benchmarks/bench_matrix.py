@@ -300,7 +300,7 @@ def _child(spec: dict[str, Any]) -> None:
     def read() -> int:
         if kind.startswith("icefloe"):
             source = IcebergSource(identifier, catalog=catalog, options=spec["options"])
-            return sum(b.num_rows for b in source.read(spec["threads"]))
+            return sum(b.num_rows for b in source.read(spec.get("threads")))
         if kind == "pyiceberg":
             return sum(b.num_rows for b in catalog.load_table(identifier).scan()
                        .to_arrow_batch_reader())
@@ -390,7 +390,7 @@ def measure(where: Links, link: str, identifier: str, tuned: dict[str, str], thr
     base: dict[str, Any] = {"identifier": identifier,
                             "catalog": where.catalog_properties(link), "s3": s3}
     specs: dict[str, dict[str, Any]] = {
-        "icefloe (defaults)": {"kind": "icefloe", "options": {}, "threads": 2},
+        "icefloe (defaults)": {"kind": "icefloe", "options": {}},  # read()'s own default
         "icefloe (tuned)": {"kind": "icefloe", "options": tuned, "threads": threads},
         "pyarrow dataset": {"kind": "pyarrow"},
         "pyiceberg": {"kind": "pyiceberg"},

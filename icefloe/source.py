@@ -17,7 +17,7 @@ from pyiceberg.catalog import Catalog
 
 from icefloe.catalog.handle import TableHandle, open_table
 from icefloe.catalog.loader import open_catalog
-from icefloe.enumerator.bounded import BoundedPlan, plan_bounded
+from icefloe.enumerator.bounded import BoundedPlan, is_local, plan_bounded
 from icefloe.errors import InvalidOptionError
 from icefloe.local.engine import read_splits, target_splits
 from icefloe.options import SourceOptions
@@ -28,6 +28,30 @@ if TYPE_CHECKING:
     from icefloe.local.stream import LocalStream
 
 log = logging.getLogger(__name__)
+
+LOCAL_PARALLELISM = 2
+"""Reader threads of a bounded read that sets no ``parallelism``, of a table on the local
+file system."""
+
+OBJECT_STORE_PARALLELISM = 4
+"""Reader threads of a bounded read that sets no ``parallelism``, of a table on an object
+store (S3, GCS, ADLS, HDFS: a location with a scheme other than ``file:``). Measured:
+64 files of 1 MB read 1.09-1.36x as fast at 4 threads as at 2 on S3 at 10-30 ms; 8 and
+16 threads were no faster than 4 (and took up to 1.6x the CPU); reads of a few large files
+did not change (threads beyond the splits idle). A likely cause, not profiled: a reader's
+run of small files starts with a wait for its first file's fetch
+(:mod:`icefloe.reader.prefetch` fetches ahead within a run only), which more threads
+overlap. benchmarks/RESULTS.md,
+"Session 14 (issue 30): small files"."""
+
+
+def default_parallelism(plan: BoundedPlan) -> int:
+    """The reader threads of a bounded read of ``plan`` that sets no ``parallelism``:
+    :data:`OBJECT_STORE_PARALLELISM` when the table's location is not on the local file
+    system, else :data:`LOCAL_PARALLELISM`. Decided from the loaded table's metadata (no
+    request). Runs on the driver."""
+    return LOCAL_PARALLELISM if is_local(plan.handle.metadata.location) \
+        else OBJECT_STORE_PARALLELISM
 
 
 class IcebergSource:
@@ -92,8 +116,10 @@ class IcebergSource:
         """
         return _retrying_splits(self.bounded_plan(), self.retry)
 
-    def read(self, parallelism: int = 2) -> Iterator[pa.RecordBatch]:
-        """Batches of the bounded read, from ``parallelism`` reader threads.
+    def read(self, parallelism: int | None = None) -> Iterator[pa.RecordBatch]:
+        """Batches of the bounded read, from ``parallelism`` reader threads (exactly as
+        given; None: :func:`default_parallelism`, 2 for a table on the local file system,
+        4 for one on an object store).
 
         Memory stays bounded (a few batches per reader), whatever the table size.
         Batch order follows split order unless ``preserveOrder=false``. Without a
@@ -105,9 +131,10 @@ class IcebergSource:
         is repeated or skipped. After ``maxAttempts`` the typed error is raised.
         """
         plan = self.bounded_plan()
+        threads = default_parallelism(plan) if parallelism is None else parallelism
         if plan.options.net_changes:  # the net effect needs the whole range first
-            return iter(self._net(plan, parallelism).to_batches(plan.options.batch_size))
-        return self._batches(plan, parallelism)
+            return iter(self._net(plan, threads).to_batches(plan.options.batch_size))
+        return self._batches(plan, threads)
 
     def _batches(self, plan: BoundedPlan, parallelism: int) -> Iterator[pa.RecordBatch]:
         """Non-empty batches of ``plan``, planning and reading under :attr:`retry`."""
@@ -122,12 +149,14 @@ class IcebergSource:
         """The Arrow schema of the bounded read's batches."""
         return self.bounded_plan().context.arrow_schema
 
-    def to_arrow(self, parallelism: int = 2) -> pa.Table:
-        """The whole bounded read as one Arrow table (materialised in memory)."""
+    def to_arrow(self, parallelism: int | None = None) -> pa.Table:
+        """The whole bounded read as one Arrow table (materialised in memory); reader
+        threads as :meth:`read`'s."""
         plan = self.bounded_plan()
+        threads = default_parallelism(plan) if parallelism is None else parallelism
         if plan.options.net_changes:
-            return self._net(plan, parallelism)
-        return pa.Table.from_batches(list(self._batches(plan, parallelism)),
+            return self._net(plan, threads)
+        return pa.Table.from_batches(list(self._batches(plan, threads)),
                                      schema=plan.context.arrow_schema)
 
     def _net(self, plan: BoundedPlan, parallelism: int) -> pa.Table:

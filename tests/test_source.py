@@ -27,6 +27,7 @@ from icefloe import (
     TableNotFoundError,
 )
 from tests.conftest import append_partitioned, assert_same_rows
+from tests.helpers.parallelism import record_parallelism
 from tests.helpers.tables import (
     EVENTS_SCHEMA,
     add_equality_deletes,
@@ -497,3 +498,22 @@ def test_schema_of_the_read(catalog: SqlCatalog, history: tuple[Table, list[int]
     schema = _source(catalog, columns="id,kind", metadataColumns="_file").schema()
     assert schema.names == ["id", "kind", "_file"]
     assert _source(catalog, columns="id,kind", metadataColumns="_file").to_arrow().schema == schema
+
+
+def test_the_default_parallelism_of_a_local_table(catalog: SqlCatalog,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without ``parallelism``, a table on the local file system is read by
+    ``LOCAL_PARALLELISM`` (2, as the README says) reader threads; an explicit one is kept."""
+    import icefloe.source as source_module
+
+    table = make_table(catalog)
+    for start in range(0, 60, 10):
+        table.append(rows(10, start=start))
+    threads = record_parallelism(monkeypatch, source_module)
+    assert source_module.LOCAL_PARALLELISM == 2
+    assert_same_rows(_source(catalog).to_arrow(), table.scan().to_arrow())
+    assert_same_rows(pa.Table.from_batches(list(_source(catalog).read())),
+                     table.scan().to_arrow())
+    assert_same_rows(pa.Table.from_batches(list(_source(catalog).read(parallelism=3))),
+                     table.scan().to_arrow())
+    assert threads == [2, 2, 3]

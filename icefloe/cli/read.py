@@ -34,7 +34,8 @@ def add_parser(sub: Any) -> None:
                    "a directory (spark / ray, required there)")
     p.add_argument("--mode", choices=MODES, default="error",
                    help="when --to exists: error (default), overwrite, append (directories)")
-    p.add_argument("--parallelism", type=positive_int, default=2, help="reader threads (local)")
+    p.add_argument("--parallelism", type=positive_int, default=None,
+                   help="reader threads (local; default 2, 4 for a table on an object store)")
     p.add_argument("--engine", choices=["local", "spark", "ray"], default="local")
     p.add_argument("--master", help="Spark master URL (default local[*])")
     add_remote_arg(p)
@@ -85,12 +86,14 @@ def _read_local(src: Any, args: argparse.Namespace, stage: Staged | None) -> tup
     import pyarrow.parquet as pq
 
     from icefloe.local.engine import read_splits, target_splits
+    from icefloe.source import default_parallelism
 
     plan = src.bounded_plan()
-    target = target_splits(args.parallelism)  # the splits IcebergSource.read cuts
+    threads = default_parallelism(plan) if args.parallelism is None else args.parallelism
+    target = target_splits(threads)  # the splits IcebergSource.read cuts
     total = sum(1 for _ in plan.splits(target, local_only=True))
     if plan.options.net_changes:  # the net effect of a changelog range needs all of it
-        table = src.to_arrow(args.parallelism)
+        table = src.to_arrow(threads)
         if stage is not None:
             path = stage.path if stage.single_file else stage.path / "part-00000.parquet"
             path.parent.mkdir(exist_ok=True)
@@ -106,7 +109,7 @@ def _read_local(src: Any, args: argparse.Namespace, stage: Staged | None) -> tup
         writer = pq.ParquetWriter(path, plan.context.arrow_schema)
     try:
         for item in read_splits(plan.splits(target, local_only=True), plan.context,
-                                args.parallelism, plan.options.preserve_order,
+                                threads, plan.options.preserve_order,
                                 retry=src.retry):
             if item.batch.num_rows and writer is not None:
                 writer.write_batch(item.batch)

@@ -22,8 +22,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--engine", choices=["local", "spark", "ray"], default="local")
     p.add_argument("--budget",
                    help="wall time to spend, e.g. 90s, 2min (default 3min)")
-    p.add_argument("--parallelism", type=positive_int, default=2,
-                   help="the baseline's reader threads (local; default 2, as icefloe read)")
+    p.add_argument("--parallelism", type=positive_int, default=None,
+                   help="the baseline's reader threads (local; default as icefloe read's: 2, "
+                   "4 for a table on an object store)")
     p.add_argument("--sweep", action="append", metavar="KNOB=V1,V2",
                    help="values to sweep instead of the grid chosen from the table's shape "
                    "(repeatable), e.g. batchSize=16384,262144; knobs: parallelism, "

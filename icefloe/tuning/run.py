@@ -34,7 +34,7 @@ from icefloe.enumerator.bounded import plan_bounded
 from icefloe.errors import InvalidOptionError
 from icefloe.local.engine import target_splits
 from icefloe.options import SourceOptions
-from icefloe.source import IcebergSource
+from icefloe.source import IcebergSource, default_parallelism
 from icefloe.splits.split import FileSplit
 from icefloe.tuning.budget import DEFAULT_BUDGET, parse_budget
 from icefloe.tuning.engines import ENGINES, Engine, Work, open_engine
@@ -74,7 +74,7 @@ rest absorbs slow runs on a loaded machine)."""
 
 def tune(table: str, catalog: str | Catalog | None = None,
          options: Mapping[str, Any] | None = None, *, engine: str = "local",
-         budget: str | float | dt.timedelta = DEFAULT_BUDGET, parallelism: int = 2,
+         budget: str | float | dt.timedelta = DEFAULT_BUDGET, parallelism: int | None = None,
          sweep: Mapping[str, Sequence[Any] | str] | None = None, master: str | None = None,
          address: str | None = None, progress: Callable[[str], None] | None = None,
          ) -> TuneResult:
@@ -88,8 +88,9 @@ def tune(table: str, catalog: str | Catalog | None = None,
         engine: ``local``, ``spark`` or ``ray``.
         budget: the wall time to spend (``90s``, ``2min``, seconds, a timedelta), engine
             start included; the confirmation may overrun it by a few reads.
-        parallelism: the local engine's reader threads of the baseline (``read()``'s
-            default, 2). Spark's baseline is the session's default parallelism, Ray's the
+        parallelism: the local engine's reader threads of the baseline (None:
+            ``read()``'s default, :func:`icefloe.source.default_parallelism`). Spark's
+            baseline is the session's default parallelism, Ray's the
             blocks ``icefloe.ray.read`` asks for.
         sweep: the values to sweep, per knob (``{"batchSize": [16384, 262144]}``);
             default: a grid chosen from the table's shape and the engine.
@@ -122,6 +123,8 @@ def tune(table: str, catalog: str | Catalog | None = None,
         raise InvalidOptionError("table", f"the read of {table} has no data files (an empty "
                                  "table, snapshot or filter): tune needs data to measure")
     say(f"starting engine {engine}")
+    if parallelism is None:
+        parallelism = default_parallelism(plan)
     eng = open_engine(engine, parallelism, master, address)
     try:
         bench = _Bench(source, opts, eng, files, plan.handle.io)

@@ -11,6 +11,7 @@ import pytest
 
 from icefloe.cli.failures import EXIT_DATA, EXIT_OUTPUT
 from tests.cli.support import assert_one_line, run, warehouse
+from tests.helpers.parallelism import record_parallelism
 
 
 @pytest.fixture
@@ -95,3 +96,18 @@ def test_ray_refuses_an_existing_directory_and_appends_only_with_mode(
     new = [f for f in out.glob("*.parquet") if f.name != "old.parquet"]
     assert sorted(i for f in new for i in pq.read_table(f).column("id").to_pylist()) \
         == _oracle(table)
+
+
+def test_read_parallelism_defaults_as_the_librarys(home, capsys, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """``icefloe read`` without ``--parallelism`` reads a local table on
+    ``LOCAL_PARALLELISM`` threads, as ``IcebergSource.read()``; a given one is kept."""
+    import icefloe.local.engine as engine
+    from icefloe.source import LOCAL_PARALLELISM
+
+    _, table = home
+    threads = record_parallelism(monkeypatch, engine)
+    for name, extra in (("a.parquet", []), ("b.parquet", ["--parallelism", "3"])):
+        assert run(capsys, "read", "db.events", "--to", str(tmp_path / name), *extra).code == 0
+        assert _ids(tmp_path / name) == _oracle(table)
+    assert threads == [LOCAL_PARALLELISM, 3]

@@ -16,6 +16,7 @@ import pytest
 
 from icefloe import IcebergSource
 from tests.conftest import assert_same_rows
+from tests.helpers.parallelism import record_parallelism
 from tests.objectstore.conftest import History, S3Catalog, oracle
 
 
@@ -95,3 +96,19 @@ def test_catalog_object(s3_catalog: S3Catalog, history: History) -> None:
     got = IcebergSource(history.identifier, catalog=s3_catalog.catalog,
                         options={"snapshotId": str(history.s["s3"])}).to_arrow()
     assert_same_rows(got, oracle(history, history.s["s3"]))
+
+
+def test_the_default_parallelism_of_a_table_in_s3(s3_catalog: S3Catalog, history: History,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without ``parallelism``, a table on an object store is read by
+    ``OBJECT_STORE_PARALLELISM`` (4, as the README says) reader threads, with PyIceberg's
+    rows; an explicit ``parallelism`` is kept."""
+    import icefloe.source as source_module
+
+    threads = record_parallelism(monkeypatch, source_module)
+    assert source_module.OBJECT_STORE_PARALLELISM == 4
+    source = IcebergSource(history.identifier, options=s3_catalog.options())
+    assert_same_rows(pa.Table.from_batches(list(source.read()),
+                                           schema=source.schema()), oracle(history))
+    assert_same_rows(source.to_arrow(parallelism=2), oracle(history))
+    assert threads == [4, 2]
