@@ -121,8 +121,11 @@ class IcebergSource:
         given; None: :func:`default_parallelism`, 2 for a table on the local file system,
         4 for one on an object store).
 
-        Memory stays bounded (a few batches per reader), whatever the table size.
-        Batch order follows split order unless ``preserveOrder=false``. Without a
+        Memory stays bounded whatever the table size: with ``preserveOrder`` the runs
+        read ahead of the one being delivered hold up to
+        :func:`icefloe.local.engine.lookahead_bytes` of Arrow data (64 MiB per thread,
+        at most 1 GiB), the run being delivered a few batches; without it, a few batches
+        per reader. Batch order follows split order unless ``preserveOrder=false``. Without a
         ``splitSize`` option, a read of few large local files is cut into more splits
         (:data:`icefloe.local.engine.SPLITS_PER_READER` per thread; the adaptive split
         size, :meth:`BoundedPlan.adaptive_cut`; not on an object store). Transient
