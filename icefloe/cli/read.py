@@ -91,7 +91,8 @@ def _read_local(src: Any, args: argparse.Namespace, stage: Staged | None) -> tup
     plan = src.bounded_plan()
     threads = default_parallelism(plan) if args.parallelism is None else args.parallelism
     target = target_splits(threads)  # the splits IcebergSource.read cuts
-    total = sum(1 for _ in plan.splits(target, local_only=True))
+    splits = list(plan.splits(target, local_only=True))  # planned once: counted, then read
+    total = len(splits)
     if plan.options.net_changes:  # the net effect of a changelog range needs all of it
         table = src.to_arrow(threads)
         if stage is not None:
@@ -108,7 +109,7 @@ def _read_local(src: Any, args: argparse.Namespace, stage: Staged | None) -> tup
             path = path / "part-00000.parquet"
         writer = pq.ParquetWriter(path, plan.context.arrow_schema)
     try:
-        for item in read_splits(plan.splits(target, local_only=True), plan.context,
+        for item in read_splits(splits, plan.context,
                                 threads, plan.options.preserve_order,
                                 retry=src.retry):
             if item.batch.num_rows and writer is not None:

@@ -82,8 +82,8 @@ class Lookahead:
     than its ``limit`` chunks (so the consumer's run always goes on). Sentinels and
     failures are always admitted (one per run, and every run has a chunk first, so no
     reader gets past a full budget with them). So the queues hold at most ``budget`` plus
-    ``limit`` chunks plus one chunk and one sentinel per reader thread (:attr:`peak`: the
-    most they held). One condition guards every queue of one engine.
+    ``limit`` chunks plus one chunk and one sentinel per reader thread. One condition
+    guards every queue of one engine.
 
     Args:
         budget: the bytes the queues may hold before the head's ``limit`` (>= 1).
@@ -94,7 +94,6 @@ class Lookahead:
             raise ValueError(f"lookahead budget must be >= 1 byte, got {budget}")
         self.budget = budget
         self.held = 0
-        self.peak = 0
         self.head: RunQueue | None = None
         self.cond = threading.Condition()
 
@@ -136,7 +135,6 @@ class RunQueue:
                 raise queue.Full
             self.items.append((item, size))
             la.held += size
-            la.peak = max(la.peak, la.held)
             la.cond.notify_all()
 
     def get(self, block: bool = True, timeout: float | None = None) -> object:
