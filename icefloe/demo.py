@@ -22,7 +22,7 @@ from pyiceberg.types import LongType
 
 from icefloe.catalog.loader import embedded_catalog, icefloe_home
 from icefloe.demo_data import KINDS, SCHEMA, SPEC, TABLE, demo_rows
-from icefloe.source import IcebergSource
+from icefloe.source import IcebergSource, default_parallelism
 
 __all__ = ["KINDS", "SCHEMA", "SPEC", "TABLE", "build_table", "demo_rows", "read_back",
            "run_demo"]
@@ -84,12 +84,13 @@ def read_back(catalog: Catalog, table: Table, root: Path, spark_options: dict[st
 
     rows = 0
     batches = 0
-    for batch in src.read(parallelism=2):
+    threads = default_parallelism(src.bounded_plan())  # what read() uses without one
+    for batch in src.read():
         rows += batch.num_rows
         batches += 1
     oracle = table.scan().to_arrow()
-    _say(f"== backfill (local engine, 2 readers): {rows} rows in {batches} batches; "
-         f"PyIceberg's own scan has {oracle.num_rows} rows")
+    _say(f"== backfill (local engine, {threads} readers, the default): {rows} rows in "
+         f"{batches} batches; PyIceberg's own scan has {oracle.num_rows} rows")
     got = src.to_arrow()
     nulls = pc.sum(pc.is_null(got.column("score"))).as_py()
     _say(f"   schema change read correctly: {nulls} rows from before the 'score' column "
