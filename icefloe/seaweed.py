@@ -128,7 +128,11 @@ class SeaweedFS:
     # -- life cycle ---------------------------------------------------------------------
 
     def start(self, timeout_s: float = 60.0) -> SeaweedFS:
-        """Start (or restart on the same ports and data) and wait until S3 and REST answer."""
+        """Start (or restart on the same ports and data, after :meth:`stop` or :meth:`kill`)
+        and wait until S3 and REST answer. Already running: nothing to do (a second
+        process would leave the first one running, unowned)."""
+        if self.proc is not None and self.proc.poll() is None:
+            return self
         binary = self.binary or weed_binary()
         if binary is None:
             raise SeaweedUnavailable(f"the `weed` binary is not installed; {INSTALL_HINT}")

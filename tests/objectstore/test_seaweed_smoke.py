@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pyarrow as pa
 from pyiceberg.catalog import load_catalog
@@ -38,3 +39,26 @@ def test_latency_proxy_delays_each_round_trip(seaweed: SeaweedFS) -> None:
         elapsed = time.monotonic() - start
     # three HEAD requests, each at least one 100 ms round trip
     assert elapsed >= 0.3
+
+
+def test_starting_a_running_server_again_starts_no_second_one(tmp_path: Path) -> None:
+    """``with SeaweedFS(...).start() as server`` (start, then the context's start) runs one
+    ``weed`` process, and leaving the block stops it: a second start used to launch a
+    second process and own only that one, leaving the first running after the stop."""
+    import os
+
+    with SeaweedFS(tmp_path / "sw").start() as server:
+        assert server.proc is not None
+        pid = server.proc.pid
+        procs = [p for p in os.listdir("/proc") if p.isdigit()
+                 and str(tmp_path) in _cmdline(p)]
+        assert procs == [str(pid)]
+    assert not os.path.exists(f"/proc/{pid}") or _cmdline(str(pid)) == ""
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
