@@ -114,7 +114,7 @@ class IcebergSource:
         plan is made again and the splits already yielded are skipped (planning is
         deterministic, so none is repeated or lost).
         """
-        return _retrying_splits(self.bounded_plan(), self.retry)
+        return retrying_splits(self.bounded_plan(), self.retry)
 
     def read(self, parallelism: int | None = None) -> Iterator[pa.RecordBatch]:
         """Batches of the bounded read, from ``parallelism`` reader threads (exactly as
@@ -143,7 +143,7 @@ class IcebergSource:
         """Non-empty batches of ``plan``, planning and reading under :attr:`retry`."""
         retry = self.retry
         return (item.batch for item in read_splits(
-                    _retrying_splits(plan, retry, target_splits(parallelism)),
+                    retrying_splits(plan, retry, target_splits(parallelism)),
                     plan.context, parallelism,
                     plan.options.preserve_order, retry=retry)
                 if item.batch.num_rows)
@@ -177,7 +177,7 @@ class IcebergSource:
         return LocalStream(self, checkpoint=checkpoint, parallelism=parallelism, **kwargs)
 
 
-def _retrying_splits(plan: BoundedPlan, policy: RetryPolicy,
+def retrying_splits(plan: BoundedPlan, policy: RetryPolicy,
                      target: int | None = None) -> Iterator[FileSplit]:
     """``plan.splits(target)`` (cut only for files on the local file system: the local
     engine's rule), planned again after a transient fault, skipping the splits

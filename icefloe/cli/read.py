@@ -86,12 +86,13 @@ def _read_local(src: Any, args: argparse.Namespace, stage: Staged | None) -> tup
     import pyarrow.parquet as pq
 
     from icefloe.local.engine import read_splits, target_splits
-    from icefloe.source import default_parallelism
+    from icefloe.source import default_parallelism, retrying_splits
 
     plan = src.bounded_plan()
     threads = default_parallelism(plan) if args.parallelism is None else args.parallelism
-    target = target_splits(threads)  # the splits IcebergSource.read cuts
-    splits = list(plan.splits(target, local_only=True))  # planned once: counted, then read
+    # the splits IcebergSource.read cuts, planned once (counted, then read), re-planned
+    # after a transient manifest fault as IcebergSource.read's are
+    splits = list(retrying_splits(plan, src.retry, target_splits(threads)))
     total = len(splits)
     if plan.options.net_changes:  # the net effect of a changelog range needs all of it
         table = src.to_arrow(threads)

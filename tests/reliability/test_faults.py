@@ -221,3 +221,27 @@ def test_bounded_read_without_retries_fails_on_the_first_fault(tmp_path: Path) -
         IcebergSource("db.events", catalog=catalog,
                       options={**OPTS, "maxAttempts": "1"}).to_arrow(parallelism=1)
     assert PLAN.injected == 1  # one reader thread, one attempt, no retry
+
+
+def test_cli_read_re_plans_after_flaky_manifests(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """``icefloe read`` plans as ``IcebergSource.read`` does: a transient fault reading a
+    manifest is retried (re-planned from its position), and the file it writes holds each
+    row once, as the fault-free table does (before, the CLI planned without retries and
+    the first fault ended the read)."""
+    import pyarrow.parquet as pq
+
+    from icefloe.cli import main
+
+    catalog = _catalog(tmp_path)
+    expected = _fill(catalog)
+    out = tmp_path / "out.parquet"
+    PLAN.reset(manifest_rate=0.1, seed=11)
+    code = main(["read", "db.events", "--catalog", "test", "--to", str(out), "-q",
+                 "-o", f"catalog.uri=sqlite:///{tmp_path}/catalog.db",
+                 "-o", f"catalog.warehouse=file://{tmp_path}/warehouse",
+                 "-o", f"catalog.py-io-impl={IO_IMPL}",
+                 *[f"-o{k}={v}" for k, v in OPTS.items()]])
+    assert code == 0, capsys.readouterr().err
+    assert PLAN.injected >= 1
+    assert Counter(pq.read_table(out).column("id").to_pylist()) == Counter(expected)
