@@ -271,15 +271,29 @@ def test_io_concurrency_rejects(value: Any) -> None:
     assert "auto" in str(info.value)
 
 
-def test_split_path_is_unchanged_without_prefetch(seaweed: SeaweedFS, small_files: str) -> None:
-    """A resumed split (not part of a run) reads plainly and resumes at its offset."""
-    catalog = load_catalog("sw", **seaweed.rest_properties())
-    plan = IcebergSource(small_files, catalog=catalog).bounded_plan()
-    split: FileSplit = next(iter(plan.splits()))
-    reader = SplitReader(plan.context)
-    got = [v for b in reader.read(split.with_position(100)) for v in b.column("id").to_pylist()]
+@pytest.mark.parametrize("options", [{}, {"ioConcurrency": "0"}])
+def test_a_small_file_read_alone_is_fetched_whole(seaweed: SeaweedFS, small_files: str,
+                                                  options: dict[str, str]) -> None:
+    """A small whole file read split by split (not in a run: a resumed split here, or a
+    reader's last split) is fetched whole on S3: Arrow's HEAD, then one GET, two round
+    trips where open, footer and column chunks took three; ``ioConcurrency=0`` keeps that
+    plain path. It resumes at its offset either way."""
+    with RequestLog(("127.0.0.1", seaweed.s3_port), 0.0) as log:
+        plan = IcebergSource(small_files, catalog=_proxied(seaweed, log),
+                             options=options).bounded_plan()
+        split: FileSplit = next(iter(plan.splits()))
+        reader = SplitReader(plan.context)
+        log.requests.clear()
+        got = [v for b in reader.read(split.with_position(100))
+               for v in b.column("id").to_pylist()]
+        methods = sorted(method for _, method, _ in log.requests)
     assert got == list(range(100, ROWS))
-    assert reader.prefetch.stats.files == 0
+    if options:
+        assert reader.prefetch.stats.files == 0
+        assert methods == ["GET", "GET", "HEAD"]  # open, footer, column chunks
+    else:
+        assert reader.prefetch.stats.files == 1
+        assert methods == ["GET", "HEAD"]
 
 
 def test_transient_fetch_fault_is_retried_for_its_split(seaweed: SeaweedFS, small_files: str,
