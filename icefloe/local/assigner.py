@@ -5,6 +5,9 @@ A reader thread claims the next split and, behind it, the splits already fed, up
 more than one big split does), and never more than its share of what is fed (the
 others get theirs). It never waits for more splits than the first. Claims are
 serialized by one lock, so run queues are registered with the merger in claim order.
+After each claim the small files fed next are offered to be fetched ahead
+(:class:`~icefloe.reader.prefetch.FetchedAhead`), so the next claim's reader finds them
+fetched instead of starting its run with their round trips.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import threading
 from icefloe.local.feeder import Feeder
 from icefloe.local.merger import Merger
 from icefloe.local.queues import DONE, Failure, ItemQueue
+from icefloe.reader.prefetch import FetchedAhead
 from icefloe.reader.split_reader import MIN_RUN
 from icefloe.splits.split import FileSplit
 
@@ -27,15 +31,17 @@ class RunAssigner:
         parallelism: reader threads sharing the fed splits.
         run_splits: most splits one run holds.
         run_records: most records one run holds (soft: the first split always fits).
+        ahead: where the splits fed next are offered after each claim (None: nowhere).
     """
 
     def __init__(self, feeder: Feeder, merger: Merger, parallelism: int, run_splits: int,
-                 run_records: int) -> None:
+                 run_records: int, ahead: FetchedAhead | None = None) -> None:
         self.feeder = feeder
         self.merger = merger
         self.parallelism = parallelism
         self.run_splits = run_splits
         self.run_records = run_records
+        self.ahead = ahead
         self._lock = threading.Lock()
         self._exhausted = False
 
@@ -70,4 +76,6 @@ class RunAssigner:
                     break
                 records += nxt.record_count
                 run.append(nxt)
+            if self.ahead is not None and self.ahead.active:
+                self.ahead.offer(feeder.peek(self.ahead.max_files))
             return run, self.merger.run_queue()

@@ -39,6 +39,8 @@ from icefloe.local.feeder import Feeder
 from icefloe.local.merger import Merger
 from icefloe.local.worker import BusyTime, SplitBatch, Worker
 from icefloe.reader.context import ReadContext
+from icefloe.reader.files import FileOpener
+from icefloe.reader.prefetch import FetchedAhead, resolve_concurrency
 from icefloe.reader.split_reader import SplitReader
 from icefloe.retry import NO_RETRY, RetryListener, RetryPolicy
 from icefloe.splits.split import FileSplit
@@ -150,8 +152,10 @@ def read_splits(
         raise ValueError(f"lookahead must be >= 1 byte, got {lookahead}")
     merger = Merger(preserve_order, parallelism, queue_batches, stop,
                     lookahead_bytes(parallelism) if lookahead is None else lookahead)
+    # small files fed next, fetched before their claim (object stores)
+    ahead = FetchedAhead(FileOpener(context.io), resolve_concurrency(context.io_concurrency))
     assigner = RunAssigner(feeder, merger, parallelism, run_splits,
-                           queue_batches * context.batch_size)
+                           queue_batches * context.batch_size, ahead)
     feeder.start()
     threads = [
         threading.Thread(
@@ -173,6 +177,7 @@ def read_splits(
         yield from merger.items()
     finally:
         stop.set()
+        ahead.close()
 
 
 def read_batches(
