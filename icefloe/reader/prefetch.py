@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -174,6 +174,7 @@ class PrefetchWindow:
         self._next = 0  # next split to submit
         self._ahead: deque[tuple[int, Future[pa.Buffer] | None, int]] = deque()
         self._bytes = 0  # of ``_ahead``
+        self._refilled = False
 
     def _fill(self) -> None:
         p = self.prefetcher
@@ -213,9 +214,21 @@ class PrefetchWindow:
         finally:
             self._release(item, cancel=False)
         self._fill()  # keep the window full while this file decodes
+        self._refill_ahead()
         if data is None:
             return opener.open_for_parquet(self.splits[index].file_path)
         return pa.BufferReader(data), False
+
+    def _refill_ahead(self) -> None:
+        """Once this window's splits are all submitted and their fetches done, let the
+        engine fetch the next claims' files (:meth:`FetchedAhead.refill`; once per
+        window)."""
+        ahead = self.prefetcher.ahead
+        if ahead is None or self._refilled or self._next < len(self.splits) \
+                or not all(f is None or f.done() for _, f, _ in self._ahead):
+            return
+        self._refilled = True
+        ahead.refill()
 
     def _release(self, item: tuple[int, Future[pa.Buffer] | None, int],
                  cancel: bool = True) -> None:
@@ -234,10 +247,12 @@ class PrefetchWindow:
 
 
 class FetchedAhead:
-    """Whole small files fetched before a reader claims them: the local engine offers the
-    splits fed next (:meth:`offer`, after each claim) and a reader's window takes a
-    file's fetch (:meth:`take`) instead of starting its own. So a reader's next run of
-    small files does not start with a round trip to open each file and one to fetch it.
+    """Whole small files fetched before a reader claims them: once a reader's window has
+    all its fetches done (its reader decoding what they brought), :meth:`refill` fetches
+    the splits the next claims will take (:attr:`next_splits`, the local engine's), and
+    a reader's window takes a file's fetch (:meth:`take`) instead of starting its own.
+    So a reader's next run of small files does not start with a round trip to open each
+    file and one to fetch it, and fetches ahead never compete with a run's own.
     Thread-safe.
 
     At most ``max_files`` fetches and :data:`PREFETCH_MAX_BYTES` bytes (``max_bytes``)
@@ -261,6 +276,9 @@ class FetchedAhead:
         """Fetches started (for tests and profiles)."""
         self.max_held_bytes = 0
         """Most bytes held at once."""
+        self.next_splits: Callable[[int], Sequence[FileSplit]] | None = None
+        """The splits the next claims will take, at most as many as asked (the local
+        engine's run assigner sets it; None: :meth:`refill` does nothing)."""
         self._held: dict[str, tuple[Future[pa.Buffer], int]] = {}
         self._bytes = 0
         self._local: bool | None = None  # decided at the first file offered
@@ -292,6 +310,11 @@ class FetchedAhead:
                 self._bytes += size
                 self.max_held_bytes = max(self.max_held_bytes, self._bytes)
                 self.fetched += 1
+
+    def refill(self) -> None:
+        """:meth:`offer` the splits the next claims will take (any thread)."""
+        if self.active and self.next_splits is not None:
+            self.offer(self.next_splits(self.max_files))
 
     def take(self, split: FileSplit) -> Future[pa.Buffer] | None:
         """The fetch of ``split``'s file, now the caller's (None: not fetched ahead)."""
