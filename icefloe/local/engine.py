@@ -19,7 +19,10 @@ most 1 GiB), so the runs behind the one the consumer drains are read ahead by th
 threads and a read of as many splits as threads still reads them at once; past the
 budget only the drained run's queue admits chunks, up to ``queue_batches``. Otherwise
 batches come out as they are ready (a run's in split order) through one queue of
-``queue_batches`` chunks per thread.
+``queue_batches`` chunks per thread. On an object store, each reader's run fetches its
+small files ahead (:mod:`icefloe.reader.prefetch`), and the files of the runs to be claimed
+next are fetched before their claim, up to ``ioConcurrency`` files and 64 MiB
+(:class:`~icefloe.reader.prefetch.FetchedAhead`).
 
 The parts, one module each: :mod:`~icefloe.local.feeder` (iterates the split source on
 a thread), :mod:`~icefloe.local.assigner` (claims runs), :mod:`~icefloe.local.worker`

@@ -8,6 +8,9 @@ while the reader decodes one file of a run, the next files of the run are fetche
 (open + one read of the object: two requests, the footer and column chunks then come from
 memory) on a process-wide pool of I/O threads, with at most ``concurrency`` files of one
 reader in flight or waiting and at most :data:`PREFETCH_MAX_BYTES` bytes of them held.
+A run's window fetches only its own run; the local engine's :class:`FetchedAhead`
+fetches the files of the runs to be claimed next (at most as many files and bytes more),
+so a reader's next run does not start with its files' round trips.
 
 Only whole files of at most :data:`PREFETCH_MAX_FILE_BYTES` that are not on a local disk
 are fetched ahead (local files keep the plain path: opening one costs microseconds).
@@ -243,7 +246,6 @@ class PrefetchWindow:
         """Cancel the fetches not taken (running ones finish and are dropped)."""
         while self._ahead:
             self._release(self._ahead.popleft())
-
 
 
 class FetchedAhead:

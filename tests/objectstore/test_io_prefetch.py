@@ -328,8 +328,9 @@ def test_transient_fetch_fault_is_retried_for_its_split(
 
 def test_the_next_claims_small_files_are_fetched_before_the_claim(
         seaweed: SeaweedFS, small_files: str) -> None:
-    """After each claim the engine fetches the small files fed next, and the reader that
-    claims them takes those fetches: its run does not start with each file's round trips.
+    """Once a reader's window has its own fetches done, the engine fetches the small files
+    fed next, and the reader that claims them takes those fetches: its run does not start
+    with each file's round trips.
     Every file is fetched once (a HEAD and a GET each, besides planning's manifest list
     and manifest), the rows are PyIceberg's in order, and the bytes held ahead stay
     within their bound."""
