@@ -125,8 +125,11 @@ class IcebergSource:
         read ahead of the one being delivered hold up to
         :func:`icefloe.local.engine.lookahead_bytes` of Arrow data (64 MiB per thread,
         at most 1 GiB), the run being delivered a few batches; without it, a few batches
-        per reader. Batch order follows split order unless ``preserveOrder=false``. Without a
-        ``splitSize`` option, a read of few large local files is cut into more splits
+        per reader. On an object store, files fetched ahead add up to 64 MiB per thread
+        and 64 MiB of small files fetched before their claim
+        (:class:`icefloe.reader.prefetch.FetchedAhead`). Batch order follows split order
+        unless ``preserveOrder=false``. Without a ``splitSize`` option, a read of few
+        large local files is cut into more splits
         (:data:`icefloe.local.engine.SPLITS_PER_READER` per thread; the adaptive split
         size, :meth:`BoundedPlan.adaptive_cut`; not on an object store). Transient
         faults (manifest or data-file reads, see :mod:`icefloe.retry`) are retried per

@@ -5,6 +5,10 @@ A reader thread claims the next split and, behind it, the splits already fed, up
 more than one big split does), and never more than its share of what is fed (the
 others get theirs). It never waits for more splits than the first. Claims are
 serialized by one lock, so run queues are registered with the merger in claim order.
+The small files fed next can be fetched before their claim
+(:class:`~icefloe.reader.prefetch.FetchedAhead` asks :meth:`RunAssigner.next_splits`), so
+the next claim's reader finds them fetched instead of starting its run with their round
+trips.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import threading
 from icefloe.local.feeder import Feeder
 from icefloe.local.merger import Merger
 from icefloe.local.queues import DONE, Failure, ItemQueue
+from icefloe.reader.prefetch import FetchedAhead
 from icefloe.reader.split_reader import MIN_RUN
 from icefloe.splits.split import FileSplit
 
@@ -27,15 +32,19 @@ class RunAssigner:
         parallelism: reader threads sharing the fed splits.
         run_splits: most splits one run holds.
         run_records: most records one run holds (soft: the first split always fits).
+        ahead: fetches the small files fed next, asking :meth:`next_splits` (None: none).
     """
 
     def __init__(self, feeder: Feeder, merger: Merger, parallelism: int, run_splits: int,
-                 run_records: int) -> None:
+                 run_records: int, ahead: FetchedAhead | None = None) -> None:
         self.feeder = feeder
         self.merger = merger
         self.parallelism = parallelism
         self.run_splits = run_splits
         self.run_records = run_records
+        self.ahead = ahead
+        if ahead is not None:
+            ahead.next_splits = self.next_splits
         self._lock = threading.Lock()
         self._exhausted = False
 
@@ -71,3 +80,14 @@ class RunAssigner:
                 records += nxt.record_count
                 run.append(nxt)
             return run, self.merger.run_queue()
+
+    def next_splits(self, n: int) -> list[FileSplit]:
+        """The fed splits among the next ``n`` items the next claims will take (any
+        thread); [] while a claim is under way (never waits for it: a claim may wait for
+        planning)."""
+        if not self._lock.acquire(blocking=False):
+            return []
+        try:
+            return self.feeder.peek(n)
+        finally:
+            self._lock.release()

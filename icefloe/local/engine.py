@@ -19,7 +19,10 @@ most 1 GiB), so the runs behind the one the consumer drains are read ahead by th
 threads and a read of as many splits as threads still reads them at once; past the
 budget only the drained run's queue admits chunks, up to ``queue_batches``. Otherwise
 batches come out as they are ready (a run's in split order) through one queue of
-``queue_batches`` chunks per thread.
+``queue_batches`` chunks per thread. On an object store, each reader's run fetches its
+small files ahead (:mod:`icefloe.reader.prefetch`), and the files of the runs to be claimed
+next are fetched before their claim, up to ``ioConcurrency`` files and 64 MiB
+(:class:`~icefloe.reader.prefetch.FetchedAhead`).
 
 The parts, one module each: :mod:`~icefloe.local.feeder` (iterates the split source on
 a thread), :mod:`~icefloe.local.assigner` (claims runs), :mod:`~icefloe.local.worker`
@@ -39,6 +42,8 @@ from icefloe.local.feeder import Feeder
 from icefloe.local.merger import Merger
 from icefloe.local.worker import BusyTime, SplitBatch, Worker
 from icefloe.reader.context import ReadContext
+from icefloe.reader.files import FileOpener
+from icefloe.reader.prefetch import FetchedAhead, resolve_concurrency
 from icefloe.reader.split_reader import SplitReader
 from icefloe.retry import NO_RETRY, RetryListener, RetryPolicy
 from icefloe.splits.split import FileSplit
@@ -150,8 +155,10 @@ def read_splits(
         raise ValueError(f"lookahead must be >= 1 byte, got {lookahead}")
     merger = Merger(preserve_order, parallelism, queue_batches, stop,
                     lookahead_bytes(parallelism) if lookahead is None else lookahead)
+    # small files fed next, fetched before their claim (object stores)
+    ahead = FetchedAhead(FileOpener(context.io), resolve_concurrency(context.io_concurrency))
     assigner = RunAssigner(feeder, merger, parallelism, run_splits,
-                           queue_batches * context.batch_size)
+                           queue_batches * context.batch_size, ahead)
     feeder.start()
     threads = [
         threading.Thread(
@@ -173,6 +180,7 @@ def read_splits(
         yield from merger.items()
     finally:
         stop.set()
+        ahead.close()
 
 
 def read_batches(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections import deque
 from collections.abc import Iterable
 
 from icefloe.local.queues import DONE, POLL_S, Failure, put
@@ -16,7 +17,8 @@ from icefloe.splits.split import FileSplit
 
 
 class Feeder:
-    """The fed splits, taken by the run assigner (which holds its lock while taking).
+    """The fed splits, taken (and peeked at) by the run assigner (which holds its lock
+    meanwhile).
 
     Args:
         splits: the split source.
@@ -30,6 +32,7 @@ class Feeder:
         self.stop = stop
         self.queue: queue.Queue[object] = queue.Queue(maxsize=maxsize)
         self._pushed_back: list[object] = []  # taken, not claimed: it did not fit a run
+        self._peeked: deque[object] = deque()  # out of the queue by :meth:`peek`, in order
 
     def start(self) -> None:
         threading.Thread(target=self._run, name="icefloe-feeder", daemon=True).start()
@@ -48,6 +51,8 @@ class Feeder:
         """The next fed item (a split, Failure or DONE); None if none is ready / stopped."""
         if self._pushed_back:
             return self._pushed_back.pop()
+        if self._peeked:
+            return self._peeked.popleft()
         while not self.stop.is_set():
             try:
                 return self.queue.get(timeout=POLL_S) if block else self.queue.get_nowait()
@@ -60,6 +65,17 @@ class Feeder:
         """Return a taken item: the next :meth:`take` gives it again."""
         self._pushed_back.append(item)
 
+    def peek(self, n: int) -> list[FileSplit]:
+        """The splits among the next ``n`` fed items :meth:`take` will give, without taking
+        them (never waits; at most ``n`` items are held out of the bounded queue)."""
+        while len(self._peeked) < n:
+            try:
+                self._peeked.append(self.queue.get_nowait())
+            except queue.Empty:
+                break
+        ahead = [*reversed(self._pushed_back), *self._peeked][:n]
+        return [item for item in ahead if isinstance(item, FileSplit)]
+
     def waiting(self) -> int:
         """Splits fed and not taken (approximately)."""
-        return self.queue.qsize()
+        return self.queue.qsize() + len(self._peeked)

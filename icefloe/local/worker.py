@@ -279,6 +279,7 @@ class Worker:
         except BaseException as exc:  # delivered to the consumer, never swallowed
             self.merger.fail(Failure(exc), worker_done=True)
             return
+        reader.prefetch.ahead = self.assigner.ahead  # files fetched before their claim
         while not self.stop.is_set():
             claimed = self.assigner.claim()
             if claimed is None:

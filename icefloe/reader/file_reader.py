@@ -28,7 +28,7 @@ from icefloe.reader.deletes import DeleteLoader
 from icefloe.reader.files import FileOpener
 from icefloe.reader.open_file import ParquetFile, open_format_file, open_parquet, read_failed
 from icefloe.reader.plan import FilePlan, FilePlanner
-from icefloe.reader.prefetch import Prefetcher, resolve_concurrency
+from icefloe.reader.prefetch import Prefetcher, eligible, resolve_concurrency
 from icefloe.reader.process import BatchProcessor
 from icefloe.reader.ranged import MIN_SPLIT_BYTES, ranged_batches
 from icefloe.reader.ranges import from_offset, parquet_batches, row_group_range
@@ -74,15 +74,22 @@ class FileReader:
             yield from self._read_format(split)
             return
         ranged = split.length >= MIN_SPLIT_BYTES and self.prefetch.concurrency > 0
-        opened = open_parquet(self.files, split, footer_beside_head=ranged)
+        # a small whole file on an object store read alone (not in a run): fetched whole,
+        # open + one GET (2 round trips), not open, footer, column chunks (3)
+        window = self.prefetch.window([split]) if not ranged and eligible(split) else None
         try:
-            yield from self.read_parquet(split, opened)
-        except DataFileError:
-            raise
-        except (OSError, pa.ArrowException) as exc:
-            raise read_failed(split, exc) from exc
+            opened = open_parquet(self.files, split, window, footer_beside_head=ranged)
+            try:
+                yield from self.read_parquet(split, opened)
+            except DataFileError:
+                raise
+            except (OSError, pa.ArrowException) as exc:
+                raise read_failed(split, exc) from exc
+            finally:
+                opened.close()
         finally:
-            opened.close()
+            if window is not None:
+                window.close()
 
     def read_parquet(self, split: FileSplit, opened: ParquetFile,
                      use_threads: bool | None = None) -> Iterator[tuple[pa.RecordBatch, int]]:

@@ -8,6 +8,9 @@ while the reader decodes one file of a run, the next files of the run are fetche
 (open + one read of the object: two requests, the footer and column chunks then come from
 memory) on a process-wide pool of I/O threads, with at most ``concurrency`` files of one
 reader in flight or waiting and at most :data:`PREFETCH_MAX_BYTES` bytes of them held.
+A run's window fetches only its own run; the local engine's :class:`FetchedAhead`
+fetches the files of the runs to be claimed next (at most as many files and bytes more),
+so a reader's next run does not start with its files' round trips.
 
 Only whole files of at most :data:`PREFETCH_MAX_FILE_BYTES` that are not on a local disk
 are fetched ahead (local files keep the plain path: opening one costs microseconds).
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -74,6 +77,8 @@ class PrefetchStats:
         max_held_bytes: most such bytes at once.
         ranged_requests: ranged requests of large files' column chunks fetched ahead
             (:mod:`icefloe.reader.ranged`), counted when their split is read.
+        taken_ahead: of ``files``, those fetched before this reader claimed them (the
+            local engine's :class:`FetchedAhead`).
     """
 
     files: int = 0
@@ -82,6 +87,7 @@ class PrefetchStats:
     held_bytes: int = 0
     max_held_bytes: int = 0
     ranged_requests: int = 0
+    taken_ahead: int = 0
 
 
 class Prefetcher:
@@ -100,6 +106,9 @@ class Prefetcher:
         self.concurrency = concurrency
         self.max_bytes = max_bytes
         self.stats = PrefetchStats()
+        self.ahead: FetchedAhead | None = None
+        """The engine's files fetched before their claim, taken before fetching one
+        (None: every fetch is this reader's own)."""
         self._lock = threading.Lock()
 
     def window(self, splits: Sequence[FileSplit]) -> PrefetchWindow | None:
@@ -126,6 +135,17 @@ class Prefetcher:
             with self._lock:
                 stats.in_flight -= 1
                 stats.files += 1
+
+    def fetch_ahead(self, split: FileSplit) -> Future[pa.Buffer]:
+        """The whole-file fetch of ``split`` (:func:`eligible`): the engine's, when it
+        fetched it before this reader claimed it, else a new one on the I/O pool."""
+        future = self.ahead.take(split) if self.ahead is not None else None
+        if future is None:
+            return io_pool().submit(self.fetch, split.file_path)
+        with self._lock:
+            self.stats.files += 1
+            self.stats.taken_ahead += 1
+        return future
 
     def hold(self, nbytes: int) -> None:
         """Count ``nbytes`` more fetched ahead and not yet released (any thread)."""
@@ -157,16 +177,16 @@ class PrefetchWindow:
         self._next = 0  # next split to submit
         self._ahead: deque[tuple[int, Future[pa.Buffer] | None, int]] = deque()
         self._bytes = 0  # of ``_ahead``
+        self._refilled = False
 
     def _fill(self) -> None:
         p = self.prefetcher
-        pool = io_pool()
         while self._next < len(self.splits) and len(self._ahead) < p.concurrency:
             split = self.splits[self._next]
             size = split.file_size if eligible(split) else 0
             if self._ahead and self._bytes + size > p.max_bytes:
                 return
-            future = pool.submit(p.fetch, split.file_path) if size else None
+            future = p.fetch_ahead(split) if size else None
             if size:
                 p.hold(size)
             self._ahead.append((self._next, future, size))
@@ -197,9 +217,21 @@ class PrefetchWindow:
         finally:
             self._release(item, cancel=False)
         self._fill()  # keep the window full while this file decodes
+        self._refill_ahead()
         if data is None:
             return opener.open_for_parquet(self.splits[index].file_path)
         return pa.BufferReader(data), False
+
+    def _refill_ahead(self) -> None:
+        """Once this window's splits are all submitted and their fetches done, let the
+        engine fetch the next claims' files (:meth:`FetchedAhead.refill`; once per
+        window)."""
+        ahead = self.prefetcher.ahead
+        if ahead is None or self._refilled or self._next < len(self.splits) \
+                or not all(f is None or f.done() for _, f, _ in self._ahead):
+            return
+        self._refilled = True
+        ahead.refill()
 
     def _release(self, item: tuple[int, Future[pa.Buffer] | None, int],
                  cancel: bool = True) -> None:
@@ -215,3 +247,90 @@ class PrefetchWindow:
         while self._ahead:
             self._release(self._ahead.popleft())
 
+
+class FetchedAhead:
+    """Whole small files fetched before a reader claims them: once a reader's window has
+    all its fetches done (its reader decoding what they brought), :meth:`refill` fetches
+    the splits the next claims will take (:attr:`next_splits`, the local engine's), and
+    a reader's window takes a file's fetch (:meth:`take`) instead of starting its own.
+    So a reader's next run of small files does not start with a round trip to open each
+    file and one to fetch it, and fetches ahead never compete with a run's own.
+    Thread-safe.
+
+    At most ``max_files`` fetches and :data:`PREFETCH_MAX_BYTES` bytes (``max_bytes``)
+    are held, taken or not; what no reader took is dropped by :meth:`close`. Only
+    :func:`eligible` Parquet files not on a local disk are fetched (local files: never,
+    decided at the first one). An error of a fetch is raised by the reader that takes it,
+    for its own split, as an error of its own fetch would be.
+
+    Args:
+        opener: opens the files (:meth:`FileOpener.read_whole` runs on the I/O threads).
+        max_files: most fetches held (0: none).
+        max_bytes: most bytes held (one file is always allowed).
+    """
+
+    def __init__(self, opener: FileOpener, max_files: int,
+                 max_bytes: int = PREFETCH_MAX_BYTES) -> None:
+        self.opener = opener
+        self.max_files = max_files
+        self.max_bytes = max_bytes
+        self.fetched = 0
+        """Fetches started (for tests and profiles)."""
+        self.max_held_bytes = 0
+        """Most bytes held at once."""
+        self.next_splits: Callable[[int], Sequence[FileSplit]] | None = None
+        """The splits the next claims will take, at most as many as asked (the local
+        engine's run assigner sets it; None: :meth:`refill` does nothing)."""
+        self._held: dict[str, tuple[Future[pa.Buffer], int]] = {}
+        self._bytes = 0
+        self._local: bool | None = None  # decided at the first file offered
+        self._lock = threading.Lock()
+
+    @property
+    def active(self) -> bool:
+        """Whether :meth:`offer` may fetch anything (not off, not a table on local disk)."""
+        return self.max_files > 0 and self._local is not True
+
+    def offer(self, splits: Sequence[FileSplit]) -> None:
+        """Fetch the files of ``splits`` (the next to be claimed, in order) not fetched
+        yet, while the limits allow; the first that does not fit ends the offer."""
+        with self._lock:
+            for split in splits:
+                if split.file_format != "PARQUET" or split.changes or not eligible(split) \
+                        or split.file_path in self._held:
+                    continue
+                if self._local is None:
+                    self._local = self.opener.is_local(split.file_path)
+                if self._local:
+                    return
+                size = split.file_size
+                if len(self._held) >= self.max_files or (
+                        self._held and self._bytes + size > self.max_bytes):
+                    return
+                future = io_pool().submit(self.opener.read_whole, split.file_path)
+                self._held[split.file_path] = (future, size)
+                self._bytes += size
+                self.max_held_bytes = max(self.max_held_bytes, self._bytes)
+                self.fetched += 1
+
+    def refill(self) -> None:
+        """:meth:`offer` the splits the next claims will take (any thread)."""
+        if self.active and self.next_splits is not None:
+            self.offer(self.next_splits(self.max_files))
+
+    def take(self, split: FileSplit) -> Future[pa.Buffer] | None:
+        """The fetch of ``split``'s file, now the caller's (None: not fetched ahead)."""
+        with self._lock:
+            item = self._held.pop(split.file_path, None)
+            if item is None:
+                return None
+            self._bytes -= item[1]
+            return item[0]
+
+    def close(self) -> None:
+        """Drop what no reader took (running fetches finish and are dropped)."""
+        with self._lock:
+            for future, _ in self._held.values():
+                future.cancel()
+            self._held.clear()
+            self._bytes = 0

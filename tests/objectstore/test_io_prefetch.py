@@ -271,46 +271,95 @@ def test_io_concurrency_rejects(value: Any) -> None:
     assert "auto" in str(info.value)
 
 
-def test_split_path_is_unchanged_without_prefetch(seaweed: SeaweedFS, small_files: str) -> None:
-    """A resumed split (not part of a run) reads plainly and resumes at its offset."""
-    catalog = load_catalog("sw", **seaweed.rest_properties())
-    plan = IcebergSource(small_files, catalog=catalog).bounded_plan()
-    split: FileSplit = next(iter(plan.splits()))
-    reader = SplitReader(plan.context)
-    got = [v for b in reader.read(split.with_position(100)) for v in b.column("id").to_pylist()]
+@pytest.mark.parametrize("options", [{}, {"ioConcurrency": "0"}])
+def test_a_small_file_read_alone_is_fetched_whole(seaweed: SeaweedFS, small_files: str,
+                                                  options: dict[str, str]) -> None:
+    """A small whole file read split by split (not in a run: a resumed split here, or a
+    reader's last split) is fetched whole on S3: Arrow's HEAD, then one GET, two round
+    trips where open, footer and column chunks took three; ``ioConcurrency=0`` keeps that
+    plain path. It resumes at its offset either way."""
+    with RequestLog(("127.0.0.1", seaweed.s3_port), 0.0) as log:
+        plan = IcebergSource(small_files, catalog=_proxied(seaweed, log),
+                             options=options).bounded_plan()
+        split: FileSplit = next(iter(plan.splits()))
+        reader = SplitReader(plan.context)
+        log.requests.clear()
+        got = [v for b in reader.read(split.with_position(100))
+               for v in b.column("id").to_pylist()]
+        methods = sorted(method for _, method, _ in log.requests)
     assert got == list(range(100, ROWS))
-    assert reader.prefetch.stats.files == 0
+    if options:
+        assert reader.prefetch.stats.files == 0
+        assert methods == ["GET", "GET", "HEAD"]  # open, footer, column chunks
+    else:
+        assert reader.prefetch.stats.files == 1
+        assert methods == ["GET", "HEAD"]
 
 
-def test_transient_fetch_fault_is_retried_for_its_split(seaweed: SeaweedFS, small_files: str,
-                                                        proxy: CountingProxy) -> None:
-    """A connection reset while fetching a file ahead stops the run at that file's split,
-    which the engine reads again on its own: every row arrives once, in order."""
+def test_transient_fetch_fault_is_retried_for_its_split(
+        seaweed: SeaweedFS, small_files: str, proxy: CountingProxy,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A connection reset while fetching a file ahead (by its reader's window or before
+    its claim) stops the run at that file's split, which the engine reads again on its
+    own: every row arrives once, in order."""
+    from icefloe.reader.files import FileOpener
+
     catalog = _proxied(seaweed, proxy)
     plan = IcebergSource(small_files, catalog=catalog).bounded_plan()
     splits = list(plan.splits())
     victim = splits[FILES // 2].file_path
     failed: list[str] = []
+    real = FileOpener.read_whole
 
-    def factory(context: ReadContext) -> SplitReader:
-        reader = SplitReader(context)
-        real = reader.files.read_whole
+    def flaky(self: FileOpener, location: str) -> Any:
+        if location == victim and not failed:
+            failed.append(location)
+            raise ConnectionResetError(f"connection reset reading {location}")
+        return real(self, location)
 
-        def flaky(location: str) -> Any:
-            if location == victim and not failed:
-                failed.append(location)
-                raise ConnectionResetError(f"connection reset reading {location}")
-            return real(location)
-
-        reader.files.read_whole = flaky  # type: ignore[method-assign]
-        return reader
-
-    items = list(read_splits(splits, plan.context, 2, True, reader_factory=factory))
+    monkeypatch.setattr(FileOpener, "read_whole", flaky)
+    items = list(read_splits(splits, plan.context, 2, True))
     assert failed == [victim]
     expected = catalog.load_table(small_files).scan().to_arrow()
     got = [v for i in items for v in i.batch.column("id").to_pylist()]
     assert got == expected.column("id").to_pylist()
     assert [i.split.split_id for i in items if i.last] == [s.split_id for s in splits]
+
+
+def test_the_next_claims_small_files_are_fetched_before_the_claim(
+        seaweed: SeaweedFS, small_files: str) -> None:
+    """Once a reader's window has its own fetches done, the engine fetches the small files
+    fed next, and the reader that claims them takes those fetches: its run does not start
+    with each file's round trips.
+    Every file is fetched once (a HEAD and a GET each, besides planning's manifest list
+    and manifest), the rows are PyIceberg's in order, and the bytes held ahead stay
+    within their bound."""
+    import icefloe.local.engine as engine
+    from icefloe.reader.prefetch import PREFETCH_MAX_BYTES, FetchedAhead
+
+    made: list[FetchedAhead] = []
+
+    class Recorded(FetchedAhead):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    with RequestLog(("127.0.0.1", seaweed.s3_port), 0.0) as log, \
+            pytest.MonkeyPatch.context() as mp:
+        mp.setattr(engine, "FetchedAhead", Recorded)
+        catalog = _proxied(seaweed, log)
+        expected = catalog.load_table(small_files).scan().to_arrow()
+        log.requests.clear()
+        items, readers = _read(IcebergSource(small_files, catalog=catalog,
+                                             options={"preserveOrder": "true"}))
+        methods = [method for _, method, _ in log.requests]
+    got = pa.Table.from_batches([i.batch for i in items if i.batch.num_rows])
+    assert got.column("id").to_pylist() == expected.column("id").to_pylist()
+    (ahead,) = made
+    taken = sum(r.prefetch.stats.taken_ahead for r in readers)
+    assert 0 < taken <= ahead.fetched
+    assert methods.count("GET") == methods.count("HEAD") == FILES + 2
+    assert 0 < ahead.max_held_bytes <= PREFETCH_MAX_BYTES
 
 
 LARGE_ROWS = 1_200_000
