@@ -496,8 +496,8 @@ def test_a_run_never_waits_for_more_splits(evolved: Evolved, reads_runs: bool) -
 
 
 def test_runs_are_bounded(evolved: Evolved, reads_runs: bool) -> None:
-    """A run holds at most ``queue_batches * batchSize`` records (memory) and
-    ``run_splits`` splits."""
+    """A run holds at most ``queue_batches * batchSize`` records (memory; of local files
+    also at most ``LOCAL_RUN_RECORDS``, far above these) and ``run_splits`` splits."""
     plan = evolved.plan(evolved.all_appends, batchSize="10")
     items = _items(plan, parallelism=1, queue_batches=5, run_splits=5)
     assert len([i for i in items if i.last]) == 8
