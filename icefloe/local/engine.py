@@ -75,8 +75,8 @@ kernel: a read's batches are allocated by Arrow's allocator (mimalloc), which ha
 pages freed and not reused within its purge delay back to the kernel, and the kernel
 zeroes them again at their next fault; with ordered reads the run behind the one being
 delivered is read ahead whole and freed in one burst. Counted on the defaults matrix's
-64 files of 40,000 rows (1 MB; runs of 13 files before, 3 now): 50-80 MB of fresh pages
-faulted in per read before, 2-25 MB with this cap, PyArrow's dataset reader 5-15 MB
+64 files of 40,000 rows (1 MB; runs of 13 files before, 3 now): 29-98 MB of fresh pages
+faulted in per read before, 9-24 MB with this cap, PyArrow's dataset reader 4-15 MB
 (benchmarks/RESULTS.md, "Session 15 (issue 30): the CPU of 1 MB local files"). On an
 object store runs keep ``queue_batches * batch_size`` records: a run is also what
 :mod:`icefloe.reader.prefetch` fetches ahead."""
