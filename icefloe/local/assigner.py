@@ -2,9 +2,10 @@
 
 A reader thread claims the next split and, behind it, the splits already fed, up to
 ``run_splits`` splits and ``run_records`` records (so a run of small files buffers no
-more than one big split does), and never more than its share of what is fed (the
-others get theirs). It never waits for more splits than the first. Claims are
-serialized by one lock, so run queues are registered with the merger in claim order.
+more than one big split does; ``local_run_records`` when the run's first file is on the
+local file system), and never more than its share of what is fed (the others get
+theirs). It never waits for more splits than the first. Claims are serialized by one
+lock, so run queues are registered with the merger in claim order.
 The small files fed next can be fetched before their claim
 (:class:`~icefloe.reader.prefetch.FetchedAhead` asks :meth:`RunAssigner.next_splits`), so
 the next claim's reader finds them fetched instead of starting its run with their round
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import threading
 
+from icefloe.enumerator.bounded import is_local
 from icefloe.local.feeder import Feeder
 from icefloe.local.merger import Merger
 from icefloe.local.queues import DONE, Failure, ItemQueue
@@ -32,16 +34,21 @@ class RunAssigner:
         parallelism: reader threads sharing the fed splits.
         run_splits: most splits one run holds.
         run_records: most records one run holds (soft: the first split always fits).
+        local_run_records: most records one run of files on the local file system holds
+            (its first split's; None: ``run_records``).
         ahead: fetches the small files fed next, asking :meth:`next_splits` (None: none).
     """
 
     def __init__(self, feeder: Feeder, merger: Merger, parallelism: int, run_splits: int,
-                 run_records: int, ahead: FetchedAhead | None = None) -> None:
+                 run_records: int, local_run_records: int | None = None,
+                 ahead: FetchedAhead | None = None) -> None:
         self.feeder = feeder
         self.merger = merger
         self.parallelism = parallelism
         self.run_splits = run_splits
         self.run_records = run_records
+        self.local_run_records = run_records if local_run_records is None \
+            else local_run_records
         self.ahead = ahead
         if ahead is not None:
             ahead.next_splits = self.next_splits
@@ -68,13 +75,13 @@ class RunAssigner:
             # share what is fed between the readers; never wait for more
             limit = min(self.run_splits,
                         max(MIN_RUN, (feeder.waiting() + 1) // self.parallelism))
+            most = self.local_run_records if is_local(item.file_path) else self.run_records
             records = item.record_count
-            while len(run) < limit and records < self.run_records:
+            while len(run) < limit and records < most:
                 nxt = feeder.take(block=False)
                 if nxt is None:
                     break
-                if not isinstance(nxt, FileSplit) or records + nxt.record_count > \
-                        self.run_records:
+                if not isinstance(nxt, FileSplit) or records + nxt.record_count > most:
                     feeder.push_back(nxt)  # a DONE / Failure too: the next claim sees it
                     break
                 records += nxt.record_count

@@ -6,7 +6,8 @@ benchmarks/RESULTS.md for the measurement that chose threads).
 
 Work is claimed in *runs*: a reader thread takes the next split and, behind it, the
 splits already planned, up to ``run_splits`` splits and ``queue_batches * batch_size``
-records (so a run of small files buffers no more than one big split does). A run's
+records (so a run of small files buffers no more than one big split does; on the local
+disk at most :data:`LOCAL_RUN_RECORDS`). A run's
 items reach the consumer through one queue, in chunks of about ``batch_size`` rows,
 instead of one queue and a hand-off per split: with thousands of small files the
 per-split hand-off (thread wake-ups, GIL switches) cost as much as reading them.
@@ -48,7 +49,8 @@ from icefloe.reader.split_reader import SplitReader
 from icefloe.retry import NO_RETRY, RetryListener, RetryPolicy
 from icefloe.splits.split import FileSplit
 
-__all__ = ["DEFAULT_QUEUE_BATCHES", "DEFAULT_RUN_SPLITS", "LOOKAHEAD_BYTES_PER_READER",
+__all__ = ["DEFAULT_QUEUE_BATCHES", "DEFAULT_RUN_SPLITS", "LOCAL_RUN_RECORDS",
+           "LOOKAHEAD_BYTES_PER_READER",
            "MAX_LOOKAHEAD_BYTES", "SPLITS_PER_READER", "SplitBatch", "lookahead_bytes",
            "read_batches", "read_splits", "target_splits"]
 
@@ -57,10 +59,10 @@ DEFAULT_RUN_SPLITS = 256
 
 DEFAULT_QUEUE_BATCHES = 8
 """Chunks one run queue holds; a run holds at most this many ``batch_size``-row batches
-of records. In order, the queue the consumer drains holds at most this many, and the
-queues behind it what the lookahead budget allows (:func:`lookahead_bytes`); before
-session 14 each of those held this many too, so the next run's reader ran only this far
-ahead of the consumer.
+of records (of files on the local disk, at most :data:`LOCAL_RUN_RECORDS`). In order, the
+queue the consumer drains holds at most this many, and the queues behind it what the
+lookahead budget allows (:func:`lookahead_bytes`); before session 14 each of those held
+this many too, so the next run's reader ran only this far ahead of the consumer.
 Was 4: with 1M-row files the next run's reader then stopped after 4 chunks while the
 consumer drained the current file (benchmarks/RESULTS.md, the backfill section)."""
 
@@ -70,6 +72,19 @@ bytes (``RecordBatch.nbytes``). A 32 MB Parquet file of the defaults matrix deco
 about 72 MB: with 2 threads the budget holds the second file while the first is
 drained, as PyArrow's dataset reader reads fragments ahead (benchmarks/RESULTS.md,
 "Session 14 (issue 30): the ordered hand-off")."""
+
+LOCAL_RUN_RECORDS = 131072
+"""Most records one run of files on the local file system holds (twice the default
+``batch_size``; at most ``queue_batches * batch_size``). Longer runs cost CPU in the
+kernel: a read's batches are allocated by Arrow's allocator (mimalloc), which hands
+pages freed and not reused within its purge delay back to the kernel, and the kernel
+zeroes them again at their next fault; with ordered reads the run behind the one being
+delivered is read ahead whole and freed in one burst. Counted on the defaults matrix's
+64 files of 40,000 rows (1 MB; runs of 13 files before, 3 now): 29-98 MB of fresh pages
+faulted in per read before, 9-24 MB with this cap, PyArrow's dataset reader 4-15 MB
+(benchmarks/RESULTS.md, "Session 15 (issue 30): the CPU of 1 MB local files"). On an
+object store runs keep ``queue_batches * batch_size`` records: a run is also what
+:mod:`icefloe.reader.prefetch` fetches ahead."""
 
 MAX_LOOKAHEAD_BYTES = 1024 * 1024 * 1024
 """The default lookahead budget's ceiling, whatever the thread count."""
@@ -158,7 +173,8 @@ def read_splits(
     # small files fed next, fetched before their claim (object stores)
     ahead = FetchedAhead(FileOpener(context.io), resolve_concurrency(context.io_concurrency))
     assigner = RunAssigner(feeder, merger, parallelism, run_splits,
-                           queue_batches * context.batch_size, ahead)
+                           queue_batches * context.batch_size,
+                           min(queue_batches * context.batch_size, LOCAL_RUN_RECORDS), ahead)
     feeder.start()
     threads = [
         threading.Thread(

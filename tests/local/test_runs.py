@@ -28,7 +28,11 @@ from pyiceberg.types import FloatType, IntegerType, LongType, NestedField, Strin
 
 from icefloe import DataFileError, FileSplit, IcebergSource
 from icefloe.enumerator.bounded import BoundedPlan
+from icefloe.local import engine
+from icefloe.local.assigner import RunAssigner
 from icefloe.local.engine import SplitBatch, read_splits
+from icefloe.local.feeder import Feeder
+from icefloe.local.merger import Merger
 from icefloe.local.stream import LocalStream
 from icefloe.reader import ReadContext, SplitReader
 from icefloe.reader.process import BatchProcessor
@@ -492,8 +496,8 @@ def test_a_run_never_waits_for_more_splits(evolved: Evolved, reads_runs: bool) -
 
 
 def test_runs_are_bounded(evolved: Evolved, reads_runs: bool) -> None:
-    """A run holds at most ``queue_batches * batchSize`` records (memory) and
-    ``run_splits`` splits."""
+    """A run holds at most ``queue_batches * batchSize`` records (memory; of local files
+    also at most ``LOCAL_RUN_RECORDS``, far above these) and ``run_splits`` splits."""
     plan = evolved.plan(evolved.all_appends, batchSize="10")
     items = _items(plan, parallelism=1, queue_batches=5, run_splits=5)
     assert len([i for i in items if i.last]) == 8
@@ -503,6 +507,48 @@ def test_runs_are_bounded(evolved: Evolved, reads_runs: bool) -> None:
         assert sum(by_id[sid].record_count for sid in run) <= 5 * 10
     with pytest.raises(ValueError, match="run_splits"):
         list(read_splits(plan.splits(), plan.context, run_splits=0))
+
+
+def test_local_runs_hold_at_most_local_run_records(evolved: Evolved,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine caps runs of local files at ``LOCAL_RUN_RECORDS`` (here 40: runs of 4
+    files of 10 records, read as runs) below ``queue_batches * batchSize`` (100), and
+    reads the same rows as PyIceberg."""
+    monkeypatch.setattr(engine, "LOCAL_RUN_RECORDS", 40)
+    plan = evolved.plan(evolved.all_appends, batchSize="20")
+    items = _items(plan, parallelism=1, queue_batches=5)
+    by_id = {s.split_id: s for s in plan.splits()}
+    assert [len(run) for run in _Recording.runs] == [4, 4]
+    assert all(sum(by_id[sid].record_count for sid in run) == 40 for run in _Recording.runs)
+    got = pa.Table.from_batches([i.batch for i in items], schema=plan.context.arrow_schema)
+    assert_same_rows(got, evolved.expected(evolved.all_appends, None, None))
+
+
+@pytest.mark.parametrize("remote", [False, True], ids=["local", "object-store"])
+def test_local_runs_are_shorter(evolved: Evolved, remote: bool) -> None:
+    """Runs of files on the local disk hold at most ``local_run_records`` records; runs of
+    files elsewhere (an object store's, where a run is also what is fetched ahead) keep
+    ``run_records``; both at most ``run_splits`` splits, every split claimed once, in
+    order."""
+    splits = list(evolved.plan(evolved.all_appends).splits())  # 8 files of 10 records
+    if remote:
+        splits = [dataclasses.replace(s, file_path=f"s3://bucket/{i}.parquet")
+                  for i, s in enumerate(splits)]
+    stop = threading.Event()
+    feeder = Feeder(splits, 64, stop)
+    feeder.start()
+    deadline = time.monotonic() + 30
+    while feeder.waiting() < len(splits) + 1:  # every split and the end fed
+        assert time.monotonic() < deadline, "the feeder did not feed the splits"
+        time.sleep(0.01)
+    assigner = RunAssigner(feeder, Merger(True, 1, 5, stop, 1 << 20), parallelism=1,
+                           run_splits=5, run_records=50, local_run_records=20)
+    runs = []
+    while (claimed := assigner.claim()) is not None:
+        runs.append(claimed[0])
+    stop.set()
+    assert [s.split_id for run in runs for s in run] == [s.split_id for s in splits]
+    assert [len(run) for run in runs] == ([5, 3] if remote else [2, 2, 2, 2])
 
 
 @pytest.mark.parametrize("acked", [3, 9, 14])
