@@ -12,6 +12,7 @@ Combining the batches of many small files is the second half (:mod:`icefloe.read
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from functools import lru_cache
 
 import pyarrow as pa
 
@@ -43,6 +44,7 @@ def has_headroom(rows: int) -> bool:
     return capacity - rows >= rows // HEADROOM
 
 
+@lru_cache(maxsize=64)  # called per split; a read has one batch size
 def decode_rows(batch_size: int) -> int:
     """Rows per Parquet decode call for output batches of ``batch_size`` rows: the largest
     multiple of ``batch_size`` up to :data:`DECODE_ROWS` with headroom
