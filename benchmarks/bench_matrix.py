@@ -542,6 +542,15 @@ CEILINGS: dict[tuple[str, str], str] = {
     ("32:1:s3-30-ms", "pyarrow dataset"):
         "planning's 4 round trips (0.282 s) are in icefloe's time, not PyArrow's: "
         "without them 1.02x",
+    # session 15 (mrg15's profile_io run, RESULTS "the power-of-two decode"); rtt15 showed
+    # the round trips unavoidable with PyArrow's S3 API (a HEAD before every object's
+    # first read; RESULTS "the round trips on the critical path")
+    ("32:4:s3-10-ms", "pyarrow dataset"):
+        "planning's round trips (0.094 s) are in icefloe's time, not PyArrow's: "
+        "without them 1.10x",
+    ("32:16:s3-10-ms", "pyarrow dataset"):
+        "planning's round trips (0.096 s) are in icefloe's time, not PyArrow's: "
+        "without them 1.14x",
 }
 """Targets a profile showed out of reach, by ``(cell key, peer)`` (a peer of
 :data:`TARGETS`): the reason and its figure, as RESULTS.md ("Defaults matrix") records the
