@@ -25,9 +25,9 @@ def _cell(size: int, groups: int, link: str, defaults: float, pyarrow: float,
 def test_verdicts_table_and_figure(tmp_path: Path) -> None:
     recorded = {
         "1:1:local-disk": _cell(MB, 1, "local disk", 1.0, 1.2, 1.6, 0.95),
-        "32:4:s3-10-ms": _cell(32 * MB, 4, "s3 10 ms", 1.0, 0.9, 1.6, 0.8),
+        "32:4:s3-30-ms": _cell(32 * MB, 4, "s3 30 ms", 1.0, 0.9, 1.6, 0.8),
     }
-    assert ratios(recorded["32:4:s3-10-ms"]) == {
+    assert ratios(recorded["32:4:s3-30-ms"]) == {
         "pyarrow dataset": 0.9, "pyiceberg": 1.6, "icefloe (tuned)": 0.8}
     text = report("quick", recorded, None)
     lines = [ln for ln in text.splitlines() if ln.startswith("| ")]
@@ -199,7 +199,8 @@ def test_cells_without_the_s3_figures_still_report() -> None:
     del cell["server_cpu"], cell["server_idle_cpu_s"]
     del cell["cpu"][bench_matrix.FETCH], cell["seconds"][bench_matrix.FETCH]
     assert bench_matrix.s3_bound(cell) is None
-    text = report("full", {"32:4:s3-10-ms": cell}, None)
+    cell["link"] = "s3 30 ms"  # a cell with no CEILINGS entry
+    text = report("full", {"32:4:s3-30-ms": cell}, None)
     assert "**missed** (pyarrow, pyiceberg) | within-noise" in text and text.endswith(" | - |")
     assert bench_matrix.s3_bound(_cell(MB, 1, "local disk", 1, 1, 1, 1)) is None
 
