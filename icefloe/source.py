@@ -181,7 +181,7 @@ class IcebergSource:
 
 
 def retrying_splits(plan: BoundedPlan, policy: RetryPolicy,
-                     target: int | None = None) -> Iterator[FileSplit]:
+                    target: int | None = None) -> Iterator[FileSplit]:
     """``plan.splits(target)`` (cut only for files on the local file system: the local
     engine's rule), planned again after a transient fault, skipping the splits
     already yielded (planning is deterministic: same snapshot, same order, same ids; the
