@@ -5,11 +5,14 @@ latency proxy in a child process (so the proxy's threads do not share this proce
 GIL with the readers), writes two tables through the REST catalog and reads each:
 
 - small files: quick 400, full 1,000 files of 500 rows (added with ``add_files``);
-- large files: quick 3 files of 1M rows, full 4 files of 1.25M rows (row groups of 128k rows).
+- large files: quick 3 files of 1M rows, full 4 files of 1.25M rows (row groups of 128k rows);
+- a stream's catch-up: quick 60, full 150 snapshots of 4 small files each, read from the
+  earliest by ``stream(available_now=True)`` at 2, 4 and 8 reader threads, every item acked,
+  beside the bounded ``read()`` of the same rows (the table holds appends only).
 
 Contenders, interleaved round-robin, medians of ``reps`` runs, all batches iterated:
-icefloe at its defaults (``IcebergSource(...).read()``: 2 reader threads,
-``ioConcurrency=auto``) and at its best setting (:data:`BEST`), PyIceberg
+icefloe at its defaults (``IcebergSource(...).read()``: 4 reader threads on an object
+store, ``ioConcurrency=auto``) and at its best setting (:data:`BEST`), PyIceberg
 ``table.scan().to_arrow_batch_reader()``, and PyArrow
 ``pyarrow.dataset.dataset(paths, filesystem=S3FileSystem(...)).to_batches()`` over the
 same files. Planning: ``list(IcebergSource.plan())`` beside PyIceberg's
@@ -106,9 +109,10 @@ class Store:
                                  secret_key=SECRET_KEY, region=REGION, scheme="http")
 
     def write_table(self, identifier: str, files: int, rows_per_file: int,
-                    row_group_size: int = 131072) -> None:
+                    row_group_size: int = 131072, commits: int = 1) -> None:
         """``files`` Parquet files of event rows (row groups of ``row_group_size`` rows),
-        written to S3 and added to a new table."""
+        written to S3 and added to a new table in ``commits`` snapshots (``files`` is a
+        multiple of ``commits``; each adds the next ``files // commits`` files)."""
         catalog = self.catalog("direct")
         catalog.create_namespace_if_not_exists(identifier.split(".")[0])
         table = catalog.create_table(identifier, schema=event_rows(1).schema,
@@ -121,7 +125,9 @@ class Store:
             pq.write_table(event_rows(rows_per_file, start=i * rows_per_file), path,
                            filesystem=s3, row_group_size=row_group_size)
             paths.append(f"s3://{path}")
-        table.add_files(paths)
+        per = files // commits
+        for c in range(commits):
+            table.add_files(paths[c * per:(c + 1) * per])
 
 
 @contextmanager
@@ -169,6 +175,34 @@ def contenders(store: Store, link: str, identifier: str,
             "pyiceberg": pyiceberg, "pyarrow dataset": pyarrow}
 
 
+STREAM_THREADS = (2, 4, 8)
+"""The reader threads the stream's catch-up is measured at."""
+
+
+def stream_contenders(store: Store, link: str, identifier: str
+                      ) -> dict[str, Callable[[], int]]:
+    """The catch-up of a stream from the earliest snapshot to the head at its start
+    (``available_now``), every item acked, at each of :data:`STREAM_THREADS`; beside it
+    the bounded read of the same rows at its defaults."""
+    catalog = store.catalog(link)
+
+    def stream(threads: int) -> Callable[[], int]:
+        def run() -> int:
+            source = IcebergSource(identifier, catalog=catalog,
+                                   options={"startingVersion": "earliest"})
+            rows = 0
+            with source.stream(parallelism=threads, available_now=True) as items:
+                for item in items:
+                    rows += item.batch.num_rows
+                    item.ack()
+            return rows
+        return run
+
+    out = {f"stream, parallelism={n}": stream(n) for n in STREAM_THREADS}
+    out["read() (defaults)"] = lambda: _drain(IcebergSource(identifier, catalog=catalog).read())
+    return out
+
+
 def planning(store: Store, link: str, identifier: str) -> dict[str, Callable[[], int]]:
     catalog = store.catalog(link)
 
@@ -188,8 +222,8 @@ def _table(results: dict[str, list[tuple[float, Any]]], rows: int | None
     for name, runs in results.items():
         counts = {r for _, r in runs}
         assert len(counts) == 1, f"{name}: result changed between runs: {counts}"
-    peers = [p for p in ("pyiceberg", "pyarrow dataset", "pyiceberg plan_files()")
-             if p in medians]
+    peers = [p for p in ("pyiceberg", "pyarrow dataset", "pyiceberg plan_files()",
+                         "stream, parallelism=2") if p in medians]
     out = []
     for name, runs in results.items():
         row = [name, fmt_s(medians[name])]
@@ -206,6 +240,7 @@ def _table(results: dict[str, list[tuple[float, Any]]], rows: int | None
 def run(scale: str) -> str:
     small_files, small_rows = pick(scale, (400, 500), (1000, 500))
     large_files, large_rows = pick(scale, (3, 1_000_000), (4, 1_250_000))
+    commits = pick(scale, 60, 150)
     reps = pick(scale, 3, 5)
     sections: list[str] = []
     summary: list[str] = []
@@ -213,6 +248,7 @@ def run(scale: str) -> str:
         start = time.perf_counter()
         store.write_table("bench.small", small_files, small_rows)
         store.write_table("bench.large", large_files, large_rows)
+        store.write_table("bench.stream", 4 * commits, 2000, commits=commits)
         print(f"[bench] objectstore tables written in {time.perf_counter() - start:.0f} s",
               file=sys.stderr, flush=True)
         for kind, identifier, files, per in (("small", "bench.small", small_files, small_rows),
@@ -235,18 +271,29 @@ def run(scale: str) -> str:
                                    f"{verdict(ratio >= target)}); at its best setting "
                                    f"{medians[key] / medians['icefloe (best)']:.2f}x")
         for link in store.endpoints:
+            results = interleaved(stream_contenders(store, link, "bench.stream"), reps)
+            rows = 4 * commits * 2000
+            for name, runs in results.items():
+                assert runs[0][1] == rows, f"{name} read {runs[0][1]} of {rows} rows"
+            _, table = _table(results, rows)
+            sections.append(f"**a stream's catch-up, {link}** ({commits} snapshots of 4 files "
+                            f"of 2,000 rows; median of {reps}, interleaved)\n\n{table}")
+        for link in store.endpoints:
             results = interleaved(planning(store, link, "bench.small"), reps)
             _, table = _table(results, None)
             sections.append(f"**planning, {link}** (the small-files table, {small_files:,} "
                             f"files; median of {reps}, interleaved)\n\n{table}")
     return ("SeaweedFS (`weed mini`, S3 + Iceberg REST catalog) on loopback; the "
             f"latency proxy adds {DELAY_S * 1e3:.0f} ms each way (a {2 * DELAY_S * 1e3:.0f} ms "
-            "round trip per request). icefloe (defaults): `IcebergSource(...).read()` (2 "
-            f"reader threads, `ioConcurrency=auto`); icefloe (best): options {BEST}; "
+            "round trip per request). icefloe (defaults): `IcebergSource(...).read()` (4 "
+            f"reader threads on an object store, `ioConcurrency=auto`); icefloe (best): "
+            f"options {BEST}; "
             "pyiceberg: `table.scan().to_arrow_batch_reader()`; pyarrow dataset: "
             "`pyarrow.dataset.dataset(paths, filesystem=S3FileSystem(...)).to_batches()` "
-            "over the same files (dataset discovery included). All batches iterated, "
-            "nothing kept. Ratios: the peer's median time / this row's (higher: faster).\n\n"
+            "over the same files (dataset discovery included); a stream's catch-up: "
+            "`stream(parallelism=N, available_now=True)` from the earliest snapshot, every "
+            "item acked. All batches iterated, nothing kept. Ratios: the peer's median "
+            "time / this row's (higher: faster).\n\n"
             + "\n".join(summary) + "\n\n" + "\n\n".join(sections))
 
 
