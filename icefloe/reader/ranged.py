@@ -6,15 +6,22 @@ and without a way to change its ``CacheOptions`` from Python) coalesces a split'
 chunks into ranges of up to 32 MiB and fetches each one when the decoder first needs it:
 one request at a time per reader thread, each round trip and transfer waiting for the
 decode before it (profile in benchmarks/RESULTS.md, "Defaults matrix"). A
-:class:`RangedFile` fetches instead, in file order, the byte ranges of the split's column
-chunks (the selected row groups' selected columns; :func:`blocks`: ranges closer than
+:class:`RangedFile` fetches instead the byte ranges of the split's column chunks (the
+selected row groups' selected columns; :func:`blocks`: ranges closer than
 :data:`COALESCE_GAP` merged up to :data:`PIECE_BYTES`, a longer column chunk a block of its
-own) on the process-wide I/O pool, each block into one buffer in requests of at most
-:data:`PIECE_BYTES`, with at most ``concurrency`` requests in flight and
-:data:`AHEAD_BYTES` bytes fetched and not yet read; Parquet reads its column chunks from
-them (through a file object: one read per column chunk, as Parquet reads without
-pre-buffering, each a slice of one block's buffer: the bytes are never copied after
-their transfer).
+own) on the process-wide I/O pool, in the order the decode needs them (:func:`need_order`),
+each block into one buffer in requests of at most :data:`PIECE_BYTES`, with at most
+``concurrency`` requests in flight and :data:`AHEAD_BYTES` bytes fetched and not yet read.
+
+Row groups of up to :data:`STREAM_ROW_GROUP_BYTES` are read as Parquet reads without
+pre-buffering: one read per column chunk, a slice of one block's buffer (the bytes are
+never copied after their transfer). A larger row group (1 GB x 1 row group: five column
+chunks of 15-320 MB) is read through Parquet's buffered column streams from blocks of at
+most a piece, a few MiB at a time as the decode goes (:func:`ranged_reader`; one copy of
+the bytes, into Parquet's stream buffers), and its batches are decoded ahead of the reader
+thread (:func:`decoded_ahead`): the decode starts with the first piece of each column
+chunk instead of after the whole row group, and the bytes held stay within
+:data:`AHEAD_BYTES` (benchmarks/RESULTS.md, "Session 16 (issue 30): large files on S3").
 
 A read not wholly inside fetched ranges (the footer, a writer's padding) goes to the
 underlying file, so nothing is ever served from bytes that were not fetched: the ranges
