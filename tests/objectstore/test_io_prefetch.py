@@ -365,24 +365,30 @@ def test_the_next_claims_small_files_are_fetched_before_the_claim(
 LARGE_ROWS = 1_200_000
 
 
-@pytest.fixture(scope="module")
-def large_file(seaweed: SeaweedFS) -> str:
-    """A table of one ~12 MB Parquet file of four row groups (random doubles: little
-    compression), past :data:`icefloe.reader.ranged.MIN_SPLIT_BYTES`."""
+def _doubles_table(seaweed: SeaweedFS, name: str, rows: int, seed: int,
+                   **write: Any) -> str:
+    """A table of one Parquet file of ``rows`` ids and random doubles (little
+    compression), written with ``write`` (``pq.write_table``'s options)."""
     import numpy as np
 
     catalog = load_catalog("sw", **seaweed.rest_properties())
     catalog.create_namespace_if_not_exists("io")
-    identifier = f"io.large_{next(_names)}"
-    rng = np.random.default_rng(3)
-    data = pa.table({"id": pa.array(np.arange(LARGE_ROWS)),
-                     "value": pa.array(rng.standard_normal(LARGE_ROWS))})
+    identifier = f"io.{name}_{next(_names)}"
+    rng = np.random.default_rng(seed)
+    data = pa.table({"id": pa.array(np.arange(rows)),
+                     "value": pa.array(rng.standard_normal(rows))})
     table = catalog.create_table(identifier, schema=data.schema)
-    path = f"{table.metadata.location.removeprefix('s3://')}/data/large.parquet"
-    pq.write_table(data, path, filesystem=_s3(seaweed.s3_endpoint),
-                   row_group_size=LARGE_ROWS // 4)
+    path = f"{table.metadata.location.removeprefix('s3://')}/data/{name}.parquet"
+    pq.write_table(data, path, filesystem=_s3(seaweed.s3_endpoint), **write)
     table.add_files([f"s3://{path}"])
     return identifier
+
+
+@pytest.fixture(scope="module")
+def large_file(seaweed: SeaweedFS) -> str:
+    """A table of one ~12 MB Parquet file of four row groups (random doubles: little
+    compression), past :data:`icefloe.reader.ranged.MIN_SPLIT_BYTES`."""
+    return _doubles_table(seaweed, "large", LARGE_ROWS, 3, row_group_size=LARGE_ROWS // 4)
 
 
 @pytest.mark.parametrize("options", [{}, {"columns": "value"}, {"splitSize": "4194304"}])
@@ -490,20 +496,8 @@ ONE_GROUP_ROWS = 600_000
 def one_row_group(seaweed: SeaweedFS) -> str:
     """A table of one ~9.6 MB Parquet file of ONE row group (two columns of random
     doubles, ~4.8 MB each), past :data:`icefloe.reader.ranged.MIN_SPLIT_BYTES`."""
-    import numpy as np
-
-    catalog = load_catalog("sw", **seaweed.rest_properties())
-    catalog.create_namespace_if_not_exists("io")
-    identifier = f"io.one_group_{next(_names)}"
-    rng = np.random.default_rng(5)
-    data = pa.table({"id": pa.array(np.arange(ONE_GROUP_ROWS)),
-                     "value": pa.array(rng.standard_normal(ONE_GROUP_ROWS))})
-    table = catalog.create_table(identifier, schema=data.schema)
-    path = f"{table.metadata.location.removeprefix('s3://')}/data/one.parquet"
-    pq.write_table(data, path, filesystem=_s3(seaweed.s3_endpoint),
-                   row_group_size=ONE_GROUP_ROWS, compression="none")
-    table.add_files([f"s3://{path}"])
-    return identifier
+    return _doubles_table(seaweed, "one", ONE_GROUP_ROWS, 5, row_group_size=ONE_GROUP_ROWS,
+                          compression="none")
 
 
 @pytest.mark.parametrize("streamed", [True, False])
