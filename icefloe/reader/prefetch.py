@@ -79,6 +79,10 @@ class PrefetchStats:
             (:mod:`icefloe.reader.ranged`), counted when their split is read.
         taken_ahead: of ``files``, those fetched before this reader claimed them (the
             local engine's :class:`FetchedAhead`).
+        streamed_splits: large splits read through buffered column streams
+            (:func:`icefloe.reader.ranged.ranged_reader`).
+        ranged_max_held_bytes: most bytes one large split's ranged reads held fetched
+            ahead and not yet read at once.
     """
 
     files: int = 0
@@ -88,6 +92,8 @@ class PrefetchStats:
     max_held_bytes: int = 0
     ranged_requests: int = 0
     taken_ahead: int = 0
+    streamed_splits: int = 0
+    ranged_max_held_bytes: int = 0
 
 
 class Prefetcher:

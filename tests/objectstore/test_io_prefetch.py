@@ -365,24 +365,30 @@ def test_the_next_claims_small_files_are_fetched_before_the_claim(
 LARGE_ROWS = 1_200_000
 
 
-@pytest.fixture(scope="module")
-def large_file(seaweed: SeaweedFS) -> str:
-    """A table of one ~12 MB Parquet file of four row groups (random doubles: little
-    compression), past :data:`icefloe.reader.ranged.MIN_SPLIT_BYTES`."""
+def _doubles_table(seaweed: SeaweedFS, name: str, rows: int, seed: int,
+                   **write: Any) -> str:
+    """A table of one Parquet file of ``rows`` ids and random doubles (little
+    compression), written with ``write`` (``pq.write_table``'s options)."""
     import numpy as np
 
     catalog = load_catalog("sw", **seaweed.rest_properties())
     catalog.create_namespace_if_not_exists("io")
-    identifier = f"io.large_{next(_names)}"
-    rng = np.random.default_rng(3)
-    data = pa.table({"id": pa.array(np.arange(LARGE_ROWS)),
-                     "value": pa.array(rng.standard_normal(LARGE_ROWS))})
+    identifier = f"io.{name}_{next(_names)}"
+    rng = np.random.default_rng(seed)
+    data = pa.table({"id": pa.array(np.arange(rows)),
+                     "value": pa.array(rng.standard_normal(rows))})
     table = catalog.create_table(identifier, schema=data.schema)
-    path = f"{table.metadata.location.removeprefix('s3://')}/data/large.parquet"
-    pq.write_table(data, path, filesystem=_s3(seaweed.s3_endpoint),
-                   row_group_size=LARGE_ROWS // 4)
+    path = f"{table.metadata.location.removeprefix('s3://')}/data/{name}.parquet"
+    pq.write_table(data, path, filesystem=_s3(seaweed.s3_endpoint), **write)
     table.add_files([f"s3://{path}"])
     return identifier
+
+
+@pytest.fixture(scope="module")
+def large_file(seaweed: SeaweedFS) -> str:
+    """A table of one ~12 MB Parquet file of four row groups (random doubles: little
+    compression), past :data:`icefloe.reader.ranged.MIN_SPLIT_BYTES`."""
+    return _doubles_table(seaweed, "large", LARGE_ROWS, 3, row_group_size=LARGE_ROWS // 4)
 
 
 @pytest.mark.parametrize("options", [{}, {"columns": "value"}, {"splitSize": "4194304"}])
@@ -481,3 +487,48 @@ def test_a_large_split_reads_its_footer_while_arrow_sends_its_head(
             # the footer's GET went out before the HEAD's answer came back (a round trip
             # is 0.2 s here) when read beside it, after it otherwise
             assert (footer_sent < head_answered) == beside
+
+
+ONE_GROUP_ROWS = 600_000
+
+
+@pytest.fixture(scope="module")
+def one_row_group(seaweed: SeaweedFS) -> str:
+    """A table of one ~9.6 MB Parquet file of ONE row group (two columns of random
+    doubles, ~4.8 MB each), past :data:`icefloe.reader.ranged.MIN_SPLIT_BYTES`."""
+    return _doubles_table(seaweed, "one", ONE_GROUP_ROWS, 5, row_group_size=ONE_GROUP_ROWS,
+                          compression="none")
+
+
+@pytest.mark.parametrize("streamed", [True, False])
+def test_a_large_row_group_is_streamed_within_the_bytes_ahead(
+        seaweed: SeaweedFS, one_row_group: str, proxy: CountingProxy,
+        monkeypatch: pytest.MonkeyPatch, streamed: bool) -> None:
+    """A row group larger than the bytes a reader may hold ahead is read through Parquet's
+    buffered column streams from pieces fetched as the decode needs them: the bytes held
+    stay within the limit (plus the piece each column's next read needs). Read whole (a
+    row group below the streaming size), each column chunk is fetched and held whole, as
+    every large row group was before: here a whole ~4.8 MB column chunk against 2 MiB.
+    (Scaled down: pieces of 512 KiB, 2 MiB ahead; the defaults are 8 and 64 MiB.)"""
+    import icefloe.reader.ranged as ranged
+
+    piece, ahead = 512 * 1024, 2 * 1024 * 1024
+    monkeypatch.setattr(ranged, "PIECE_BYTES", piece)
+    monkeypatch.setattr(ranged, "AHEAD_BYTES", ahead)
+    monkeypatch.setattr(ranged, "STREAM_ROW_GROUP_BYTES", ahead // 2 if streamed else 1 << 40)
+    catalog = _proxied(seaweed, proxy)
+    expected = catalog.load_table(one_row_group).scan().to_arrow()
+    items, readers = _read(IcebergSource(one_row_group, catalog=catalog,
+                                         options={"preserveOrder": "true"}))
+    got = pa.Table.from_batches([i.batch for i in items if i.batch.num_rows])
+    for name in expected.column_names:
+        assert got.column(name).to_pylist() == expected.column(name).to_pylist()
+    stats = [r.prefetch.stats for r in readers]
+    held = max(s.ranged_max_held_bytes for s in stats)
+    chunk = ONE_GROUP_ROWS * 8  # a column of doubles, uncompressed
+    assert sum(s.streamed_splits for s in stats) == (1 if streamed else 0)
+    if streamed:  # the row group in pieces: many requests, few bytes held at once
+        assert sum(s.ranged_requests for s in stats) >= 2 * chunk // piece
+        assert 0 < held <= ahead + 2 * piece
+    else:  # each column chunk fetched and held whole
+        assert held >= chunk > ahead

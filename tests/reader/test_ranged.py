@@ -189,3 +189,37 @@ def test_an_object_shorter_than_its_metadata_fails_the_read(parquet: Path) -> No
     with pytest.raises(OSError, match="read 100 of 200 bytes"):
         ranged.read_at(50, size - 100)
     ranged.close()
+
+
+def test_decoded_ahead_keeps_order_raises_in_place_and_stops_when_closed() -> None:
+    """A streamed split's batches are pulled by a thread of their own: the caller gets
+    them in order, an error where it happened, and closing stops the thread."""
+    import threading
+
+    from icefloe.reader.ranged import decoded_ahead
+
+    batches = [pa.record_batch({"x": [i]}) for i in range(10)]
+    assert [b["x"][0].as_py() for b in decoded_ahead(iter(batches), ahead=2)] == list(range(10))
+
+    def failing() -> Any:
+        yield batches[0]
+        raise OSError("connection reset")
+
+    got = decoded_ahead(failing())
+    assert next(got) is batches[0]
+    with pytest.raises(OSError, match="connection reset"):
+        next(got)
+
+    pulled = threading.Event()
+
+    def endless() -> Any:
+        i = 0
+        while True:
+            pulled.set()
+            yield pa.record_batch({"x": [i]})
+            i += 1
+
+    gen = decoded_ahead(endless(), ahead=1)
+    next(gen)
+    gen.close()  # joins the thread
+    assert not any(t.name == "icefloe-decode-ahead" for t in threading.enumerate())
