@@ -532,3 +532,49 @@ def test_a_large_row_group_is_streamed_within_the_bytes_ahead(
         assert 0 < held <= ahead + 2 * piece
     else:  # each column chunk fetched and held whole
         assert held >= chunk > ahead
+
+
+
+def _waves(requests: list[tuple[float, str, int]], gap: float) -> list[list[str]]:
+    """The methods of ``requests`` grouped into round trips in series: a request sent more
+    than ``gap`` after the one before it starts a new wave (with the proxy's one-way delay
+    as ``gap``, a request that waited for an answer is at least twice that later)."""
+    waves: list[list[str]] = []
+    last = None
+    for sent, method, _ in sorted(requests):
+        if last is None or sent - last > gap:
+            waves.append([])
+        waves[-1].append(method)
+        last = sent
+    return waves
+
+
+def test_a_large_file_read_pays_the_round_trips_any_arrow_reader_must(
+        seaweed: SeaweedFS, large_file: str) -> None:
+    """The critical path of a read of a large file from its table's name, counted in
+    round trips in series through the proxy: the manifest list's HEAD and GET, the
+    manifest's HEAD and GET (Arrow's S3 client sends a HEAD before every object's first
+    read), the footer beside the data file's HEAD, then every column chunk's ranged GET
+    at once: 6 before the data's first bytes, the least any reader through Arrow's S3
+    client can pay (``benchmarks.bench_matrix.s3_bound``'s proposed terms, RESULTS.md
+    "Session 16 (issue 30): 32 MB files on S3"). PyIceberg's read of the same table pays
+    one more (its footer after the HEAD). Rows checked against PyIceberg's scan."""
+    delay = 0.1
+    log = RequestLog(("127.0.0.1", seaweed.s3_port), delay)
+    with log:
+        catalog = _proxied(seaweed, log)
+        log.requests.clear()
+        got = pa.Table.from_batches(list(IcebergSource(
+            large_file, catalog=catalog, options={"preserveOrder": "true"}).read()))
+        ours = _waves(log.requests, delay)
+        log.requests.clear()
+        expected = catalog.load_table(large_file).scan().to_arrow()
+        theirs = _waves(log.requests, delay)
+    assert got.column("id").to_pylist() == expected.column("id").to_pylist()
+    assert got.column("value").to_pylist() == expected.column("value").to_pylist()
+    # manifest list, manifest (each a HEAD, then a GET), the file's HEAD beside its
+    # footer, then the column chunks' GETs all at once
+    assert [sorted(w) for w in ours[:5]] == [["HEAD"], ["GET"], ["HEAD"], ["GET"],
+                                              ["GET", "HEAD"]], ours
+    assert len(ours) == 6 and set(ours[5]) == {"GET"} and len(ours[5]) >= 2, ours
+    assert len(theirs) == len(ours) + 1, (ours, theirs)
