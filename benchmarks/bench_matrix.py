@@ -77,11 +77,23 @@ no fresh pages, the files' handles kept open across reads, so no HEAD after the 
 read): the client's transfer CPU per byte at its least, a term of :func:`s3_ceiling`."""
 FETCH_PIECE = 8 * 2**20
 FETCH_THREADS = 8
-PLANNING_ROUND_TRIPS = 2
+PLANNING_ROUND_TRIPS = 4
 """Requests through the proxy, each waiting for the one before, before any data file of a
-table is known: the manifest list (its path is in the table's metadata, which the REST
-catalog answers directly, not through the proxy), then the manifest (its path is in the
-manifest list); the data files' paths are in the manifest."""
+table is known, for a reader through PyArrow's S3 filesystem: the manifest list (its path
+is in the table's metadata, which the REST catalog answers directly, not through the
+proxy), then the manifest (its path is in the manifest list), each a HEAD and then a GET
+(Arrow's S3 client sends a HEAD before the first read of every object opened by path,
+``open_input_file`` and ``open_input_stream`` alike; PyArrow's one HEAD-less read, a
+Parquet fragment told the file's size, reads Parquet only, and manifests are Avro); the
+data files' paths are in the manifest. Session 16 (mid16, RESULTS.md "32 MB files on
+S3"): every read's request log shows them, icefloe's and PyIceberg's; before, the bound
+counted the two GETs alone."""
+DATA_ROUND_TRIPS = 2
+"""Round trips in series from the manifest's answer to a data file's first bytes, for a
+reader through PyArrow's S3 filesystem: the file's HEAD (or a sized fragment's footer GET,
+before any column chunk; the matrix's smallest file, 1 MB, is past Arrow's 64 KiB footer
+read), then the GET of its data. ``tests/objectstore/test_io_prefetch.py::
+test_a_large_file_read_pays_the_round_trips_any_arrow_reader_must`` pins icefloe's 4 + 2."""
 CONTENDERS = ("icefloe (defaults)", "icefloe (tuned)", "pyarrow dataset", "pyiceberg", DECODE,
               FETCH)
 TARGETS = {"pyarrow dataset": 1.0, "pyiceberg": 1.5, "icefloe (tuned)": 0.9}
@@ -551,6 +563,14 @@ CEILINGS: dict[tuple[str, str], str] = {
     ("32:16:s3-10-ms", "pyarrow dataset"):
         "planning's round trips (0.096 s) are in icefloe's time, not PyArrow's: "
         "without them 1.14x",
+    # session 16 (mid16's profile_io run and request timelines, RESULTS "32 MB files on
+    # S3"): the same shape at 30 ms, icefloe's planning alone 0.260 / 0.258 s
+    ("32:4:s3-30-ms", "pyarrow dataset"):
+        "planning's round trips (0.260 s) are in icefloe's time, not PyArrow's: "
+        "without them 1.56x",
+    ("32:16:s3-30-ms", "pyarrow dataset"):
+        "planning's round trips (0.258 s) are in icefloe's time, not PyArrow's: "
+        "without them 1.27x",
 }
 """Targets a profile showed out of reach, by ``(cell key, peer)`` (a peer of
 :data:`TARGETS`): the reason and its figure, as RESULTS.md ("Defaults matrix") records the
@@ -627,15 +647,18 @@ def s3_bound(cell: dict[str, Any]) -> dict[str, Any] | None:
       servers' CPU of any S3 reader, the fetch's included: the whole read's work.
 
     Three bounds, each sound under the premise; the bound is their largest:
-    1. ``planning + 2 x delay``: :data:`PLANNING_ROUND_TRIPS` requests in series through
-       the proxy (``planning`` = 2 x 2 x delay) before any data file is known, then at
-       least one more round trip for the data's first bytes (one GET of a whole file).
-       The REST catalog's answer is not proxied and is counted as 0.
+    1. ``planning + DATA_ROUND_TRIPS x 2 x delay``: :data:`PLANNING_ROUND_TRIPS` requests
+       in series through the proxy (``planning`` = 4 x 2 x delay) before any data file is
+       known, then :data:`DATA_ROUND_TRIPS` more for the data's first bytes (the file's
+       HEAD or footer, then its GET). The REST catalog's answer is not proxied and is
+       counted as 0.
     2. ``whole / cores``: the whole read's work fits in its wall time on the cores.
-    3. ``planning + (decode + fetch + servers) / cores``: that work is the data's, and
-       none of it can start before the manifest names the data files, which is at least
-       ``planning`` after the start (planning's own CPU overlapping it is not counted),
-       so the data's time adds to planning's round trips rather than overlapping them.
+    3. ``planning + 3 x delay + (decode + fetch + servers) / cores``: that work is the
+       data's, and none of it can start before the data's GET reaches the server: the
+       manifest names the data files at least ``planning`` after the start, the file's
+       HEAD (or footer) takes a round trip, and the GET a ``delay`` on its way (planning's
+       own CPU overlapping it is not counted), so the data's time adds to those round
+       trips rather than overlapping them.
        Used only where the premise holds for these data-only figures as far as the cell
        shows: decode + fetch <= every S3 reader's own CPU (else not used), fetch's
        servers' CPU <= every reader's (else counted as 0). A reader's own figures include
@@ -658,16 +681,23 @@ def s3_bound(cell: dict[str, Any]) -> dict[str, Any] | None:
     client = min([decode + fetch, *own.values()])
     server_who = min(servers, key=lambda n: servers[n])
     whole = (client + servers[server_who]) / cores
-    bounds = {"round trips": planning + 2 * delay, "whole": whole}
+    bounds = {"round trips": planning + DATA_ROUND_TRIPS * 2 * delay, "whole": whole}
     data_server = servers[FETCH] if server_who == FETCH else 0.0
     if decode + fetch <= client:
-        bounds["data after planning"] = planning + (decode + fetch + data_server) / cores
+        bounds["data after planning"] = planning + data_wait(delay) \
+            + (decode + fetch + data_server) / cores
     which = max(bounds, key=lambda n: bounds[n])
     return {"bound": bounds[which], "which": which, "bounds": bounds, "planning": planning,
             "delay": delay, "decode": decode, "fetch": fetch, "servers": servers,
             "data_server": data_server, "client": client, "cores": cores,
             "client_who": "decode + fetch" if decode + fetch <= client else client_who,
             "server_who": server_who}
+
+
+def data_wait(delay: float) -> float:
+    """From the manifest's answer until a data file's GET reaches the server: its HEAD
+    (or footer) round trip, then the GET's way out (:data:`DATA_ROUND_TRIPS`)."""
+    return (DATA_ROUND_TRIPS - 1) * 2 * delay + delay
 
 
 def s3_ceiling(cell: dict[str, Any], peer: str) -> str | None:
@@ -688,18 +718,21 @@ def s3_ceiling(cell: dict[str, Any], peer: str) -> str | None:
     if bound <= need:
         return None
     if peer == "pyarrow dataset":
-        without = max(2 * delay, found["bounds"]["whole"],
+        without = max(DATA_ROUND_TRIPS * 2 * delay, found["bounds"]["whole"],
                       found["bounds"].get("data after planning", 0.0) - found["planning"])
         if without > need:
             return None
     terms = {
-        "round trips": f"planning's {PLANNING_ROUND_TRIPS} round trips in series, then one "
-                       f"for the data: {PLANNING_ROUND_TRIPS + 1} x {2 * delay:.2f} s",
+        "round trips": f"planning's {PLANNING_ROUND_TRIPS} round trips in series, then "
+                       f"{DATA_ROUND_TRIPS} for the data: "
+                       f"{PLANNING_ROUND_TRIPS + DATA_ROUND_TRIPS} x {2 * delay:.2f} s",
         "whole": f"the least CPU of a read ({found['client_who']}'s {found['client']:.2f} s "
                  f"+ the servers' {found['servers'][found['server_who']]:.2f} s) over "
                  f"{found['cores']} cores",
         "data after planning": f"planning's {PLANNING_ROUND_TRIPS} round trips "
-                               f"({found['planning']:.2f} s), then the data's CPU (decode "
+                               f"({found['planning']:.2f} s) and the data's GET's way "
+                               f"after its file's HEAD ({data_wait(delay):.2f} s), then "
+                               f"the data's CPU (decode "
                                f"{found['decode']:.2f} s + Arrow's S3 client "
                                f"{found['fetch']:.2f} s + SeaweedFS and proxy "
                                f"{found['data_server']:.2f} s) over {found['cores']} cores"}

@@ -25,9 +25,9 @@ def _cell(size: int, groups: int, link: str, defaults: float, pyarrow: float,
 def test_verdicts_table_and_figure(tmp_path: Path) -> None:
     recorded = {
         "1:1:local-disk": _cell(MB, 1, "local disk", 1.0, 1.2, 1.6, 0.95),
-        "32:4:s3-30-ms": _cell(32 * MB, 4, "s3 30 ms", 1.0, 0.9, 1.6, 0.8),
+        "256:4:s3-30-ms": _cell(256 * MB, 4, "s3 30 ms", 1.0, 0.9, 1.6, 0.8),
     }
-    assert ratios(recorded["32:4:s3-30-ms"]) == {
+    assert ratios(recorded["256:4:s3-30-ms"]) == {
         "pyarrow dataset": 0.9, "pyiceberg": 1.6, "icefloe (tuned)": 0.8}
     text = report("quick", recorded, None)
     lines = [ln for ln in text.splitlines() if ln.startswith("| ")]
@@ -136,31 +136,51 @@ def _s3_cell(pyiceberg: float, pyarrow: float = 0.5) -> dict[str, Any]:
 
 
 def test_the_s3_floor_adds_planning_to_the_datas_cpu() -> None:
-    """On S3 the bound is planning's 2 round trips (0.04 s at 10 ms) plus the data's CPU
-    (decode + Arrow's S3 client + the servers' for the fetch) over the cores: 0.04 +
-    (0.28 + 0.06 + 0.13) / 2 = 0.275 s. A ceiling for 1.5x PyIceberg where that exceeds
-    PyIceberg's time / 1.5 (the old rule, the decode's 0.14 s, shows none there), none
-    where it does not."""
+    """On S3 the bound is planning's 4 round trips (0.08 s at 10 ms), the data file's
+    HEAD and its GET's way out (0.03 s), plus the data's CPU (decode + Arrow's S3 client +
+    the servers' for the fetch) over the cores: 0.11 + (0.28 + 0.06 + 0.13) / 2 = 0.345 s.
+    A ceiling for 1.5x PyIceberg where that exceeds PyIceberg's time / 1.5 (the old rule,
+    the decode's 0.14 s, shows none there), none where it does not."""
     cell = _s3_cell(pyiceberg=0.39)  # needs <= 0.26 s
     found = bench_matrix.s3_bound(cell)
     assert found is not None and found["which"] == "data after planning"
-    assert found["bound"] == pytest.approx(0.04 + (0.28 + 0.06 + 0.13) / 2)
-    assert found["bounds"]["round trips"] == pytest.approx(0.06)
+    assert found["bound"] == pytest.approx(0.08 + 0.03 + (0.28 + 0.06 + 0.13) / 2)
+    assert found["bounds"]["round trips"] == pytest.approx(0.12)  # 4 + 2 round trips
     assert found["bounds"]["whole"] == pytest.approx((0.34 + 0.13) / 2)
     why = bench_matrix.s3_ceiling(cell, "pyiceberg")
-    assert why is not None and "0.275 s; 1.5x PyIceberg (0.390 s) needs <= 0.260 s" in why
+    assert why is not None and "0.345 s; 1.5x PyIceberg (0.390 s) needs <= 0.260 s" in why
     assert "decode 0.28 s + Arrow's S3 client 0.06 s + SeaweedFS and proxy 0.13 s" in why
     assert bench_matrix.cpu_ceiling(cell, "pyiceberg") is None  # the local rule: 0.14 s
     text = report("full", {"32:4:s3-10-ms": cell}, None)
-    assert "ceiling (pyiceberg): S3 floor: planning's 2 round trips (0.04 s)" in text
-    assert "| 0.275 (data after planning); servers 0.20 / 0.20 / 0.20; decode 0.28 + " \
+    assert "ceiling (pyiceberg): S3 floor: planning's 4 round trips (0.08 s) and the " \
+        "data's GET's way after its file's HEAD (0.03 s)" in text
+    assert "| 0.345 (data after planning); servers 0.20 / 0.20 / 0.20; decode 0.28 + " \
         "fetch 0.06 + 0.13 |" in text
-    assert bench_matrix.s3_ceiling(_s3_cell(pyiceberg=0.42), "pyiceberg") is None  # 0.28
+    assert bench_matrix.s3_ceiling(_s3_cell(pyiceberg=0.53), "pyiceberg") is None  # 0.353
     assert bench_matrix.s3_ceiling(cell, "icefloe (tuned)") is None
     # the servers' background over each read's time is not the read's
     cell["server_idle_cpu_s"] = 0.1  # the fetch's 0.13 - 0.1 x 0.1 s; icefloe's 0.14
     found = bench_matrix.s3_bound(cell)
-    assert found is not None and found["bound"] == pytest.approx(0.04 + 0.46 / 2)
+    assert found is not None and found["bound"] == pytest.approx(0.11 + 0.46 / 2)
+
+
+def test_the_s3_floor_counts_the_round_trips_every_arrow_reader_pays() -> None:
+    """Where the data's CPU is small, the bound is the round trips in series: the
+    manifest list's and the manifest's HEAD and GET, then the data file's HEAD and GET
+    (6 x 2 x delay); at 30 ms 0.36 s."""
+    cell = _s3_cell(pyiceberg=0.5)
+    cell["link"] = "s3 30 ms"
+    cell["cpu"] = {n: [0.02] * 3 for n in cell["cpu"]}
+    cell["cpu"][bench_matrix.DECODE] = cell["cpu"][bench_matrix.FETCH] = [0.01] * 3
+    cell["server_cpu"] = {n: [0.01] * 3 for n in cell["server_cpu"]}
+    found = bench_matrix.s3_bound(cell)
+    assert found is not None and found["which"] == "round trips"
+    assert found["bound"] == pytest.approx(6 * 0.06)
+    # planning, the file's HEAD and the GET's way out, then 0.03 s of CPU over 2 cores
+    assert found["bounds"]["data after planning"] == pytest.approx(4 * 0.06 + 0.09 + 0.015)
+    why = bench_matrix.s3_ceiling(cell, "pyiceberg")  # needs <= 0.333 s
+    assert why is not None and "planning's 4 round trips in series, then 2 for the " \
+        "data: 6 x 0.06 s is 0.360 s" in why
 
 
 def test_the_s3_floor_only_maxes_what_the_cell_refutes() -> None:
@@ -178,17 +198,19 @@ def test_the_s3_floor_only_maxes_what_the_cell_refutes() -> None:
     cell["server_cpu"]["pyarrow dataset"] = [0.10] * 3  # < the fetch's 0.13
     found = bench_matrix.s3_bound(cell)
     assert found is not None and found["data_server"] == 0.0
-    assert found["bounds"]["data after planning"] == pytest.approx(0.04 + 0.34 / 2)
-    assert found["bound"] == pytest.approx((0.34 + 0.10) / 2)  # whole: 0.22 s
+    assert found["bounds"]["data after planning"] == pytest.approx(0.11 + 0.34 / 2)
+    assert found["bounds"]["whole"] == pytest.approx((0.34 + 0.10) / 2)
+    assert found["bound"] == pytest.approx(0.28) and found["which"] == "data after planning"
 
 
 def test_the_s3_floor_against_pyarrow_only_from_planning() -> None:
     """PyArrow's 1.0x is out of reach only where planning's round trips, which its timing
-    leaves out, carry the bound past its time: not where the data's floor alone does."""
-    cell = _s3_cell(pyiceberg=0.9, pyarrow=0.25)  # without planning 0.235 s <= 0.25 s
+    leaves out, carry the bound past its time: not where the data's floor alone does
+    (without planning: 0.03 + 0.235 = 0.265 s)."""
+    cell = _s3_cell(pyiceberg=0.9, pyarrow=0.27)  # without planning 0.265 s <= 0.27 s
     why = bench_matrix.s3_ceiling(cell, "pyarrow dataset")
-    assert why is not None and "1.0x PyArrow (its listing before its clock) (0.250 s)" in why
-    cell = _s3_cell(pyiceberg=0.9, pyarrow=0.2)  # 0.235 s > 0.2 s without planning
+    assert why is not None and "1.0x PyArrow (its listing before its clock) (0.270 s)" in why
+    cell = _s3_cell(pyiceberg=0.9, pyarrow=0.25)  # 0.265 s > 0.25 s without planning
     assert bench_matrix.s3_ceiling(cell, "pyarrow dataset") is None
 
 
@@ -199,8 +221,8 @@ def test_cells_without_the_s3_figures_still_report() -> None:
     del cell["server_cpu"], cell["server_idle_cpu_s"]
     del cell["cpu"][bench_matrix.FETCH], cell["seconds"][bench_matrix.FETCH]
     assert bench_matrix.s3_bound(cell) is None
-    cell["link"] = "s3 30 ms"  # a cell with no CEILINGS entry
-    text = report("full", {"32:4:s3-30-ms": cell}, None)
+    cell["link"], cell["size"] = "s3 30 ms", 256 * MB  # a cell with no CEILINGS entry
+    text = report("full", {"256:4:s3-30-ms": cell}, None)
     assert "**missed** (pyarrow, pyiceberg) | within-noise" in text and text.endswith(" | - |")
     assert bench_matrix.s3_bound(_cell(MB, 1, "local disk", 1, 1, 1, 1)) is None
 
