@@ -499,37 +499,27 @@ def decoded_ahead(batches: Iterator[pa.RecordBatch], ahead: int = DECODE_AHEAD
     thread (after the decode call it is in) before it returns."""
     import queue
 
-    items: queue.Queue[tuple[str, Any]] = queue.Queue(max(1, ahead))
-    stop = threading.Event()
+    from icefloe.local.queues import DONE, Failure, put
 
-    def put(item: tuple[str, Any]) -> bool:
-        while not stop.is_set():
-            try:
-                items.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
+    items: queue.Queue[object] = queue.Queue(max(1, ahead))
+    stop = threading.Event()
 
     def run() -> None:
         try:
             for batch in batches:
-                if not put(("batch", batch)):
+                if not put(items, batch, stop):
                     return
-            put(("end", None))
+            put(items, DONE, stop)
         except BaseException as exc:  # handed to the caller, raised there
-            put(("error", exc))
+            put(items, Failure(exc), stop)
 
     thread = threading.Thread(target=run, name="icefloe-decode-ahead", daemon=True)
     thread.start()
     try:
-        while True:
-            kind, value = items.get()
-            if kind == "end":
-                return
-            if kind == "error":
-                raise value
-            yield value
+        while (item := items.get()) is not DONE:
+            if isinstance(item, Failure):
+                raise item.exc
+            yield item
     finally:
         stop.set()
         thread.join()
