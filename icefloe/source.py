@@ -45,13 +45,39 @@ overlap. benchmarks/RESULTS.md,
 "Session 14 (issue 30): small files"."""
 
 
+LARGE_FILES_PARALLELISM = 2
+"""Reader threads of a bounded read that sets no ``parallelism``, of a table on an object
+store whose data files average more than two splits (:func:`large_files`): each split
+is fetched ahead in ranges (:mod:`icefloe.reader.ranged`) and decoded on Arrow's threads,
+so the reader threads do not wait on I/O, and four of them on two cores took ~1.2 s more
+CPU (servers' included: ~1.5 s) per read of 1 GB x 16 row groups at 10 ms than two
+(benchmarks/RESULTS.md, "Session 17 (issue 30): CPU of large files on S3")."""
+
+
+def large_files(plan: BoundedPlan) -> bool:
+    """Whether ``plan``'s snapshot's data files average more than two splits of
+    ``splitSize`` (from the snapshot's summary, ``total-files-size`` over
+    ``total-data-files``; False without them)."""
+    summary = plan.snapshot.summary if plan.snapshot is not None else None
+    if summary is None:
+        return False
+    try:
+        size = int(summary["total-files-size"])
+        files = int(summary["total-data-files"])
+    except (KeyError, TypeError, ValueError):
+        return False
+    return files > 0 and size / files > 2 * plan.options.split_size
+
+
 def default_parallelism(plan: BoundedPlan) -> int:
     """The reader threads of a bounded read of ``plan`` that sets no ``parallelism``:
-    :data:`OBJECT_STORE_PARALLELISM` when the table's location is not on the local file
-    system, else :data:`LOCAL_PARALLELISM`. Decided from the loaded table's metadata (no
-    request). Runs on the driver."""
-    return LOCAL_PARALLELISM if is_local(plan.handle.metadata.location) \
-        else OBJECT_STORE_PARALLELISM
+    :data:`LOCAL_PARALLELISM` when the table's location is on the local file system; on
+    an object store, :data:`LARGE_FILES_PARALLELISM` when its data files are large
+    (:func:`large_files`), else :data:`OBJECT_STORE_PARALLELISM`. Decided from the loaded
+    table's metadata (no request). Runs on the driver."""
+    if is_local(plan.handle.metadata.location):
+        return LOCAL_PARALLELISM
+    return LARGE_FILES_PARALLELISM if large_files(plan) else OBJECT_STORE_PARALLELISM
 
 
 class IcebergSource:

@@ -17,6 +17,7 @@ import pytest
 from icefloe import IcebergSource
 from tests.conftest import assert_same_rows
 from tests.helpers.parallelism import record_parallelism
+from tests.helpers.tables import rows
 from tests.objectstore.conftest import History, S3Catalog, oracle
 
 
@@ -112,3 +113,31 @@ def test_the_default_parallelism_of_a_table_in_s3(s3_catalog: S3Catalog, history
                                            schema=source.schema()), oracle(history))
     assert_same_rows(source.to_arrow(parallelism=2), oracle(history))
     assert threads == [4, 2]
+
+
+@pytest.mark.parametrize("split_size, expected", [(4096, 2), (1 << 30, 4)])
+def test_large_data_files_in_s3_are_read_by_fewer_threads(
+        s3_catalog: S3Catalog, monkeypatch: pytest.MonkeyPatch, split_size: int,
+        expected: int) -> None:
+    """Without ``parallelism``, a table on an object store whose data files average more
+    than two splits of ``splitSize`` is read by ``LARGE_FILES_PARALLELISM`` (2) reader
+    threads (each split's ranges fetched ahead: more threads only contend for the cores),
+    other tables by ``OBJECT_STORE_PARALLELISM`` (4); the rows are PyIceberg's either way.
+    (Scaled down: a ~20 KB file against splits of 4 KiB, or of 1 GiB.)"""
+    import icefloe.source as source_module
+
+    threads = record_parallelism(monkeypatch, source_module)
+    table = s3_catalog.new_table("large")
+    table.append(rows(400, start=0))
+    table.refresh()
+    snapshot = table.current_snapshot()
+    assert snapshot is not None and snapshot.summary is not None
+    size = int(snapshot.summary["total-files-size"])
+    assert (size / int(snapshot.summary["total-data-files"]) > 2 * split_size) == (
+        expected == 2)
+    source = IcebergSource(".".join(table.name()),
+                           options=s3_catalog.options(splitSize=str(split_size)))
+    got = pa.Table.from_batches(list(source.read()), schema=source.schema())
+    assert_same_rows(got, table.scan().to_arrow())
+    assert threads == [expected]
+    assert source_module.LARGE_FILES_PARALLELISM == 2
