@@ -62,9 +62,9 @@ def large_files(plan: BoundedPlan) -> bool:
     if summary is None:
         return False
     try:
-        size = int(summary["total-files-size"])
-        files = int(summary["total-data-files"])
-    except (KeyError, TypeError, ValueError):
+        size = int(str(summary["total-files-size"]))
+        files = int(str(summary["total-data-files"]))
+    except (KeyError, TypeError, ValueError):  # missing: None, "None"
         return False
     return files > 0 and size / files > 2 * plan.options.split_size
 

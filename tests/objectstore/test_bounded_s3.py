@@ -115,7 +115,7 @@ def test_the_default_parallelism_of_a_table_in_s3(s3_catalog: S3Catalog, history
     assert threads == [4, 2]
 
 
-@pytest.mark.parametrize("split_size, expected", [(4096, 2), (1 << 30, 4)])
+@pytest.mark.parametrize("split_size, expected", [(1024, 2), (1 << 30, 4)])
 def test_large_data_files_in_s3_are_read_by_fewer_threads(
         s3_catalog: S3Catalog, monkeypatch: pytest.MonkeyPatch, split_size: int,
         expected: int) -> None:
@@ -123,7 +123,7 @@ def test_large_data_files_in_s3_are_read_by_fewer_threads(
     than two splits of ``splitSize`` is read by ``LARGE_FILES_PARALLELISM`` (2) reader
     threads (each split's ranges fetched ahead: more threads only contend for the cores),
     other tables by ``OBJECT_STORE_PARALLELISM`` (4); the rows are PyIceberg's either way.
-    (Scaled down: a ~20 KB file against splits of 4 KiB, or of 1 GiB.)"""
+    (Scaled down: a ~6 KB file against splits of 1 KiB, or of 1 GiB.)"""
     import icefloe.source as source_module
 
     threads = record_parallelism(monkeypatch, source_module)
