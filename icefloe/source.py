@@ -145,7 +145,7 @@ class IcebergSource:
     def read(self, parallelism: int | None = None) -> Iterator[pa.RecordBatch]:
         """Batches of the bounded read, from ``parallelism`` reader threads (exactly as
         given; None: :func:`default_parallelism`, 2 for a table on the local file system,
-        4 for one on an object store).
+        4 for one on an object store, 2 there when its files are large: :func:`large_files`).
 
         Memory stays bounded whatever the table size: with ``preserveOrder`` the runs
         read ahead of the one being delivered hold up to
