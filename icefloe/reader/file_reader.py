@@ -36,8 +36,6 @@ from icefloe.reader.ranges import from_offset, parquet_batches, row_group_range
 from icefloe.reader.units import FormatFile, select_units
 from icefloe.splits.split import FileSplit
 
-
-
 LOCAL_DECODE_AHEAD_BYTES = 256 * 1024 * 1024
 """A split read from a file (not in ranges) whose row groups hold at least this many bytes
 decoded (Parquet's ``total_byte_size``) is decoded ahead of its reader thread
