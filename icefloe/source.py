@@ -17,6 +17,7 @@ from pyiceberg.catalog import Catalog
 
 from icefloe.catalog.handle import TableHandle, open_table
 from icefloe.catalog.loader import open_catalog
+from icefloe.coordinator.lag import summary_int
 from icefloe.enumerator.bounded import BoundedPlan, is_local, plan_bounded
 from icefloe.errors import InvalidOptionError
 from icefloe.local.engine import read_splits, target_splits
@@ -58,14 +59,10 @@ def large_files(plan: BoundedPlan) -> bool:
     """Whether ``plan``'s snapshot's data files average more than two splits of
     ``splitSize`` (from the snapshot's summary, ``total-files-size`` over
     ``total-data-files``; False without them)."""
-    summary = plan.snapshot.summary if plan.snapshot is not None else None
-    if summary is None:
+    if plan.snapshot is None:
         return False
-    try:
-        size = int(str(summary["total-files-size"]))
-        files = int(str(summary["total-data-files"]))
-    except (KeyError, TypeError, ValueError):  # missing: None, "None"
-        return False
+    size = summary_int(plan.snapshot, "total-files-size")
+    files = summary_int(plan.snapshot, "total-data-files")
     return files > 0 and size / files > 2 * plan.options.split_size
 
 

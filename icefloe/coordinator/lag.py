@@ -67,7 +67,9 @@ _ADDED = {"records": "added-records", "files": "added-data-files",
           "bytes": "added-files-size"}
 
 
-def _summary_int(snapshot: Snapshot, key: str) -> int:
+def summary_int(snapshot: Snapshot, key: str) -> int:
+    """The integer ``key`` of ``snapshot``'s summary (``total-data-files``,
+    ``added-files-size``, ...); 0 where the summary or the key is missing or not a number."""
     summary = snapshot.summary
     value = summary.additional_properties.get(key) if summary is not None else None
     try:
@@ -108,7 +110,7 @@ def measure_lag(committed: Position, enumerator: ContinuousEnumerator,
     oldest_ms = behind[0][0].timestamp_ms
 
     def total(what: str) -> int:
-        return sum(_summary_int(s, keys[what]) for s, keys in behind if keys is not None)
+        return sum(summary_int(s, keys[what]) for s, keys in behind if keys is not None)
 
     return Lag(
         snapshots=len(behind),
