@@ -46,7 +46,10 @@ def test_json_parses_and_recommends_valid_options(home: Path, capsys) -> None:
     confirmation = data["confirmation"]
     assert len(confirmation["candidate"]["seconds"]) == data["confirm_reps"]
     assert confirmation["ratio"] > 1 + confirmation["noise"]
-    assert data["shape"]["files"] == data["sample"]["files"] == 4
+    # the sample is fitted to the budget by timed calibration reads: the whole table on a
+    # quiet machine, fewer files when a read of all 4 took more than its share (a loaded one)
+    assert data["shape"]["files"] == 4
+    assert 1 <= data["sample"]["files"] <= 4
 
 
 def test_table_report_and_its_files(home: Path, capsys) -> None:
