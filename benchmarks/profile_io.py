@@ -22,12 +22,12 @@ until the last byte of the answer forwarded before the connection's next request
 read's. Each read also reports the CPU seconds the proxy, SeaweedFS and the whole machine
 spent meanwhile (``/proc``), and its own user and system CPU and minor page faults
 (``getrusage``). Reader ``icefloe:key=value;...``: icefloe with those options (several
-settings interleaved in one run; ``parallelism=N``: ``read(N)``'s reader threads); ``icefloe-local``: icefloe reading the cell's cached
-files from the local disk (a SQLite catalog; ``--cells`` only). ``--cells``: the
-matrix's cached files of those cells instead of a written table; several ``--delay``
-values: one proxy each in front of the same SeaweedFS, interleaved; ``--json``: every
-read's figures, for ``--bounds`` (icefloe's lower bound on this machine against each
-target's need: :func:`bounds`).
+settings interleaved in one run; ``parallelism=N``: ``read(N)``'s reader threads);
+``icefloe-local``: icefloe reading the cell's cached files from the local disk (a SQLite
+catalog; ``--cells`` only). ``--cells``: the matrix's cached files of those cells
+instead of a written table; several ``--delay`` values: one proxy each in front of the
+same SeaweedFS, interleaved; ``--json``: every read's figures, for ``--bounds``
+(icefloe's lower bound on this machine against each target's need: :func:`bounds`).
 """
 
 from __future__ import annotations
