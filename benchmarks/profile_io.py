@@ -22,12 +22,12 @@ until the last byte of the answer forwarded before the connection's next request
 read's. Each read also reports the CPU seconds the proxy, SeaweedFS and the whole machine
 spent meanwhile (``/proc``), and its own user and system CPU and minor page faults
 (``getrusage``). Reader ``icefloe:key=value;...``: icefloe with those options (several
-settings interleaved in one run); ``icefloe-local``: icefloe reading the cell's cached
-files from the local disk (a SQLite catalog; ``--cells`` only). ``--cells``: the
-matrix's cached files of those cells instead of a written table; several ``--delay``
-values: one proxy each in front of the same SeaweedFS, interleaved; ``--json``: every
-read's figures, for ``--bounds`` (icefloe's lower bound on this machine against each
-target's need: :func:`bounds`).
+settings interleaved in one run; ``parallelism=N``: ``read(N)``'s reader threads);
+``icefloe-local``: icefloe reading the cell's cached files from the local disk (a SQLite
+catalog; ``--cells`` only). ``--cells``: the matrix's cached files of those cells
+instead of a written table; several ``--delay`` values: one proxy each in front of the
+same SeaweedFS, interleaved; ``--json``: every read's figures, for ``--bounds``
+(icefloe's lower bound on this machine against each target's need: :func:`bounds`).
 """
 
 from __future__ import annotations
@@ -218,13 +218,15 @@ def _reader_child(reader: str, props: str, identifier: str, options: str,
                 with s3.open_input_stream(path) as f:
                     blobs.append(f.read())
     reader, opts = reader_options(reader, options)
+    threads = opts.pop("parallelism", None)  # read()'s argument, not an option
     for _ in range(int(reads)):
         others = _others()
         start, cpu = time.perf_counter(), time.process_time()
         ru = resource.getrusage(resource.RUSAGE_SELF)
         if reader == "icefloe":
             rows = sum(b.num_rows for b in IcebergSource(
-                identifier, catalog=catalog, options=opts).read())
+                identifier, catalog=catalog, options=opts).read(
+                    None if threads is None else int(threads)))
         elif reader == "icefloe-plan":  # planning alone: the table's load and its splits
             rows = sum(s.record_count for s in IcebergSource(
                 identifier, catalog=catalog, options=json.loads(options)).plan())
