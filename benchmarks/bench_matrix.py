@@ -19,7 +19,9 @@ its thread pools and connections, as a user's would), every batch iterated:
   budget sized to its files (:data:`TUNE_BUDGETS`; its candidate when it recommends
   nothing), planning included; where its 3 reads leave the 0.9x target undecided (the
   ratio within the two's spread of 0.9), 2 more reads of the tuned pair alone, interleaved
-  (:data:`TUNED_REPS`), decide the "defaults / tuned" figure;
+  (:data:`TUNED_REPS`), decide the "defaults / tuned" figure; where that setting is the
+  same read as the defaults (:func:`same_read`: threads, options, splits), the target is
+  met by construction;
 - PyArrow's dataset reader: ``ds.dataset(paths, filesystem=...).to_batches()`` over the
   same files (the paths listed before the clock starts);
 - PyIceberg: ``load_table(...).scan().to_arrow_batch_reader()``, table load included;
