@@ -19,9 +19,15 @@ demo: setup
 
 # The default test run (CI): everything except tests marked slow or interop. The S3 tier
 # (SeaweedFS) is required: a SeaweedFS that cannot start fails it instead of skipping it.
+# Two workers (pytest-xdist; most tests wait on processes, servers and JVMs, not the CPU:
+# session 18 measured 20 min against 27-34 min in one process); the tests of the shared
+# SparkSession and of the local Ray each stay in one worker (tests/conftest.py,
+# ENGINE_FIXTURES); tests marked serial run alone afterwards.
+TEST_TIERS := not slow and not interop and not cluster and not wheel
 test: setup
 	-bash scripts/ensure-postgres.sh
-	ICEFLOE_S3_REQUIRED=1 RAY_ENABLE_UV_RUN_RUNTIME_ENV=0 uv run pytest -m "not slow and not interop and not cluster and not wheel" -q -p no:cacheprovider
+	ICEFLOE_S3_REQUIRED=1 RAY_ENABLE_UV_RUN_RUNTIME_ENV=0 uv run pytest -n 2 --dist loadgroup -m "$(TEST_TIERS) and not serial" -q -p no:cacheprovider
+	ICEFLOE_S3_REQUIRED=1 RAY_ENABLE_UV_RUN_RUNTIME_ENV=0 uv run pytest -m "$(TEST_TIERS) and serial" -q -p no:cacheprovider
 
 # The wheel (issue 31): `uv build --wheel` with the C manifest decoder, auditwheel's
 # manylinux repair, installed and used in a fresh environment with no compiler on PATH;

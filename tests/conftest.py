@@ -106,6 +106,23 @@ def append_partitioned(table: Table, data: pa.Table) -> Snapshot:
 
 
 
+ENGINE_FIXTURES = {"spark": "spark", "ray_local": "ray"}
+"""Session-wide engines (the Spark suite's SparkSession, the local Ray) by fixture name, and
+the ``xdist_group`` their tests go into: under ``pytest -n N --dist loadgroup`` (``make
+test``) the tests of one engine run in one worker, which starts it once. Tests that start
+their own Spark or Ray processes are spread freely."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Puts each test using a fixture of :data:`ENGINE_FIXTURES` into that engine's
+    ``xdist_group`` (the first one found wins)."""
+    for item in items:
+        for fixture, group in ENGINE_FIXTURES.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.xdist_group(group))
+                break
+
+
 @pytest.fixture(scope="session")
 def seaweed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedFS]:
     """A real SeaweedFS (S3 + Iceberg REST catalog) on loopback for the whole test session.

@@ -76,9 +76,11 @@ def test_a_known_lag_reaches_ray_metrics(catalog: SqlCatalog, tmp_path: Path,
                         == head.snapshot_id and m, "the actor to see the head")
         assert (held.lag_snapshots, held.lag_records) == (len(APPENDS), sum(APPENDS))
         assert held.healthy and held.enumeration_alive
-        wait_for(lambda: ray_metric(port, "ray_icefloe_lag_records") == sum(APPENDS),
-                 "Ray's endpoint to show the held lag")
-        assert ray_metric(port, "ray_icefloe_lag_snapshots") == len(APPENDS)
+        # each gauge reaches Ray's endpoint on its own export (a scrape may show one
+        # gauge's new value beside another's old one): wait for both
+        wait_for(lambda: (ray_metric(port, "ray_icefloe_lag_records"),
+                          ray_metric(port, "ray_icefloe_lag_snapshots"))
+                 == (sum(APPENDS), len(APPENDS)), "Ray's endpoint to show the held lag")
         # the driver's own Prometheus endpoint serves the actor's metrics too
         assert stream.metrics_address is not None
         driver_port = stream.metrics_address[1]
