@@ -13,7 +13,7 @@ import dataclasses
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -225,12 +225,29 @@ class _Recording(SplitReader):
         return super().read_progress(split)
 
 
+_FED = threading.Event()
+
+
+def _fed(splits: Iterable[FileSplit]) -> Iterator[FileSplit]:
+    """``splits`` for :func:`read_splits`; :func:`_late` readers wait until the engine's
+    feeder thread has asked this generator past its last split (has fed every one)."""
+    _FED.clear()
+
+    def feed() -> Iterator[FileSplit]:
+        yield from splits
+        _FED.set()
+    return feed()
+
+
 def _late(cls: type[SplitReader]) -> Callable[[ReadContext], SplitReader]:
-    """A factory of ``cls`` readers that start late, so the engine's feeder has fed every
-    split of these small plans when the readers claim their first run (runs are then
-    longer than the minimum a scan needs, whatever the thread timing)."""
+    """A factory of ``cls`` readers that start once the engine's feeder has fed every split
+    of these small plans (given through :func:`_fed`), so their runs are as long as the
+    claims' shares of the fed splits, whatever the thread timing (a fixed sleep was not
+    enough on a loaded CI machine: a run shorter than a scan's minimum was read split by
+    split)."""
     def factory(context: ReadContext) -> SplitReader:
-        time.sleep(0.2)
+        if not _FED.wait(60):
+            raise AssertionError("the feeder did not feed every split within 60 s")
         return cls(context)
     return factory
 
@@ -242,7 +259,8 @@ def _items(plan: BoundedPlan, parallelism: int = 2, preserve_order: bool = True,
            **kwargs: Any) -> list[SplitBatch]:
     _Recording.runs, _Recording.singles = [], []
     kwargs.setdefault("reader_factory", _recording)
-    return list(read_splits(plan.splits(), plan.context, parallelism, preserve_order, **kwargs))
+    return list(read_splits(_fed(plan.splits()), plan.context, parallelism, preserve_order,
+                            **kwargs))
 
 
 def _ids_in(theirs: pa.Table, splits: Sequence[FileSplit]) -> list[dict[str, Any]]:
@@ -368,7 +386,7 @@ def test_deletes_and_resumes_keep_the_per_split_path(evolved: Evolved, reads_run
     splits = list(plan.splits())
     resumed = [s.with_position(2) if i % 3 == 0 else s for i, s in enumerate(splits)]
     _Recording.runs, _Recording.singles = [], []
-    items = list(read_splits(resumed, plan.context, 2, True, reader_factory=_recording))
+    items = list(read_splits(_fed(resumed), plan.context, 2, True, reader_factory=_recording))
     scanned = {sid for run in _Recording.runs for sid in run}
     for split in resumed:
         if split.delete_files or split.resume_rows:
@@ -410,8 +428,8 @@ def test_failure_mid_run_resumes_the_split_from_its_offset(
     plan = evolved.plan(evolved.all_appends, batchSize="4")
     splits = list(plan.splits())
     _FailingOnce.victim, _FailingOnce.failed = splits[5].split_id, False
-    items = list(read_splits(plan.splits(), plan.context, 2, preserve_order, queue_batches=20,
-                             reader_factory=_late(_FailingOnce),
+    items = list(read_splits(_fed(plan.splits()), plan.context, 2, preserve_order,
+                             queue_batches=20, reader_factory=_late(_FailingOnce),
                              retry=RetryPolicy(max_attempts=2, backoff_ms=0)))
     assert _FailingOnce.where == ("scan" if reads_runs else "split")
     want = evolved.by_split(plan, evolved.all_appends, splits)
@@ -432,7 +450,7 @@ def test_failure_without_retry(evolved: Evolved, reads_runs: bool) -> None:
     splits = list(plan.splits())
     _FailingOnce.victim, _FailingOnce.failed = splits[5].split_id, False
     got: list[SplitBatch] = []
-    items = read_splits(plan.splits(), plan.context, 2, True, queue_batches=20,
+    items = read_splits(_fed(plan.splits()), plan.context, 2, True, queue_batches=20,
                         reader_factory=_late(_FailingOnce))
     if reads_runs:
         got = list(items)
@@ -464,7 +482,7 @@ def test_broken_file_in_a_run_is_a_typed_error(tmp_path: Path, reads_runs: bool,
             f.truncate(100)
     got: list[SplitBatch] = []
     with pytest.raises(DataFileError) as info:
-        for item in read_splits(plan.splits(), plan.context, 2, preserve_order,
+        for item in read_splits(_fed(plan.splits()), plan.context, 2, preserve_order,
                                 reader_factory=_late(SplitReader),
                                 retry=RetryPolicy(max_attempts=3, backoff_ms=0)):
             got.append(item)
