@@ -380,6 +380,17 @@ def servers_cpu(pids: list[int]) -> float:
     return sum(process_cpu(pid) for pid in pids)
 
 
+def steal_s() -> float:
+    """CPU seconds so far that this virtual machine's hypervisor gave its vCPUs to others
+    (``steal`` of ``/proc/stat``'s ``cpu`` line, all cores; 0.0 where not reported)."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 IDLE_S = 1.0
 """Seconds the servers' CPU is sampled with no read running, before a cell's reads: their
 own background (SeaweedFS's heartbeats), recorded as ``server_idle_cpu_s`` per second."""
@@ -395,7 +406,8 @@ def measure(where: Links, link: str, identifier: str, tuned: dict[str, str], thr
     the link (:meth:`Links.server_pids`) during each of the ``reps`` reads of every
     contender (``server_cpu``: by name, in order; read in this process right before the
     read's request and after its answer) and their CPU per second with no read running
-    (``server_idle_cpu_s``); empty on the local disk."""
+    (``server_idle_cpu_s``), on the local disk neither; and on every link the machine's
+    stolen CPU seconds (:func:`steal_s`) during each of those reads (``steal``)."""
     from icefloe.seaweed import ACCESS_KEY, REGION, SECRET_KEY
 
     s3 = None if link == "local disk" else {
@@ -426,10 +438,12 @@ def measure(where: Links, link: str, identifier: str, tuned: dict[str, str], thr
             servers["server_cpu"] = {n: [] for n in procs}
         names = list(procs)
         out: dict[str, list[tuple[float, int, float]]] = {n: [] for n in names}
+        servers["steal"] = {n: [] for n in names}
         for r in range(reps):
             for name in names[r % len(names):] + names[:r % len(names)]:
-                before = servers_cpu(pids)
+                before, stolen = servers_cpu(pids), steal_s()
                 out[name].append(procs[name].read())
+                servers["steal"][name].append(round(steal_s() - stolen, 2))
                 if pids:
                     servers["server_cpu"][name].append(round(servers_cpu(pids) - before, 2))
         pair = ["icefloe (defaults)", "icefloe (tuned)"]
@@ -464,9 +478,9 @@ def load_avg() -> str:
 
 
 def undecided(defaults: list[float], tuned: list[float]) -> bool:
-    """Whether the ratio of the tuned setting's median time to the defaults' is within
-    the runs' noise (:func:`icefloe.tuning.measure.noise`) of the 0.9x target."""
-    ratio = median(tuned) / median(defaults)
+    """Whether the ratio of the tuned setting's time to the defaults' (:func:`paired`) is
+    within the runs' noise (:func:`icefloe.tuning.measure.noise`) of the 0.9x target."""
+    ratio = paired(defaults, tuned)
     return abs(ratio - TARGETS["icefloe (tuned)"]) <= noise(defaults, tuned)
 
 
@@ -559,13 +573,24 @@ def measure_cells(scale: str, only: set[str] | None = None, path: Path | None = 
     return recorded
 
 
+def paired(base: list[float], peer: list[float]) -> float:
+    """The median over rounds of ``peer``'s time / ``base``'s in the same round (the
+    reads are round-robin, so the i-th read of every contender is in round i, seconds
+    apart). This machine's slow spells last longer than a round and slow every process
+    alike (session 18: every contender's reads bimodal, Arrow's decode from memory too,
+    and the modes in runs of rounds), so a round's ratio keeps what a ratio of the
+    contenders' medians loses when their middle reads fall in different spells."""
+    n = min(len(base), len(peer))
+    return median([p / b for b, p in zip(base[:n], peer[:n], strict=True)])
+
+
 def ratios(cell: dict[str, Any]) -> dict[str, float]:
-    """Each peer's median time / icefloe's at its defaults (above 1: the defaults faster);
-    the tuned setting's from the tuned pair's reads where there are more of them."""
-    base = median(cell["seconds"]["icefloe (defaults)"])
-    out = {name: median(cell["seconds"][name]) / base for name in TARGETS}
-    pair = tuned_pair(cell)
-    out["icefloe (tuned)"] = median(pair[1]) / median(pair[0])
+    """Each peer's time / icefloe's at its defaults, paired by round (:func:`paired`;
+    above 1: the defaults faster); the tuned setting's from the tuned pair's reads where
+    there are more of them."""
+    base = cell["seconds"]["icefloe (defaults)"]
+    out = {name: paired(base, cell["seconds"][name]) for name in TARGETS}
+    out["icefloe (tuned)"] = paired(*tuned_pair(cell))
     return out
 
 
@@ -818,10 +843,20 @@ def _row(cell: dict[str, Any]) -> list[str]:
             *(f"{r[n]:.2f}x" for n in TARGETS),
             cell_verdict(key, cell),
             cell["tune"] + ("; the same read as the defaults" if cell.get("same_read") else ""),
-            f"{cell['load'][0].split()[0]}-{cell['load'][1].split()[0]}",
+            f"{cell['load'][0].split()[0]}-{cell['load'][1].split()[0]}" + _steal_text(cell),
             " / ".join(f"{median(cell['cpu'][n]):.2f}" for n in (
                 "icefloe (defaults)", "pyarrow dataset", "pyiceberg")) if "cpu" in cell else "-",
             _floor_text(cell)]
+
+
+def _steal_text(cell: dict[str, Any]) -> str:
+    """"; steal N %": the share of the cores' time during the cell's round-robin reads
+    that the hypervisor gave to other machines (``steal``); "" where not recorded."""
+    if "steal" not in cell:
+        return ""
+    stolen = sum(sum(v) for v in cell["steal"].values())
+    wall = sum(sum(cell["seconds"][n][:len(v)]) for n, v in cell["steal"].items())
+    return f"; steal {100 * stolen / (wall * int(cell.get('cores') or 2)):.0f} %"
 
 
 def _floor_text(cell: dict[str, Any]) -> str:
@@ -904,14 +939,16 @@ def report(scale: str, recorded: dict[str, dict[str, Any]], took: float | None) 
             f"{CELL_BYTES // MB} MB of Parquet (one file where a file is larger); "
             f"each contender in a fresh process per cell, {reps} timed reads each, "
             "interleaved, medians (± half the runs' range over the median); on the shared "
-            "2-core machine with other jobs running (load average before-after each cell "
-            "in the load column). CPU: the reading process's CPU seconds per read, "
+            "2-core machine (load average before-after each cell in the load column, and "
+            "where recorded the share of the cores' time during its reads the hypervisor "
+            "gave to other machines, steal). CPU: the reading process's CPU seconds per read, "
             "medians. S3 floor: the least time any reader can take by `s3_bound` (its "
             "largest term named), the servers' (SeaweedFS + proxy) CPU s per read of "
             "icefloe / pyarrow / pyiceberg, and the data-only figures: Arrow's decode "
             "from memory + Arrow's S3 client fetching the bytes + the servers' CPU for "
-            "that fetch. Ratios: the peer's median time / "
-            "icefloe's at its defaults (above 1: the defaults faster); targets: >= 1.0x "
+            "that fetch. Ratios: the median over rounds of the peer's time / "
+            "icefloe's at its defaults in the same round (`paired`; above 1: the defaults "
+            "faster); targets: >= 1.0x "
             "PyArrow's dataset reader, >= 1.5x PyIceberg, >= 0.9x the setting `icefloe tune` "
             f"found for the cell. **{met} of {len(rows)} cells meet every target"
             + (f"; {ceiling} more miss only targets a profile shows out of reach "
