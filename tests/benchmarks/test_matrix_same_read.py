@@ -50,3 +50,25 @@ def test_the_same_read_meets_the_tuned_target() -> None:
     row = next(ln for ln in text.splitlines() if ln.startswith("| 256 MB"))
     assert "| **met** |" in row and "the same read as the defaults" in row
     assert "| 0.70x |" in row  # the ratio still shown as measured
+
+
+def test_planning_alone_in_a_contenders_process(catalog: SqlCatalog) -> None:
+    """The matrix's planning pass (``--planning``): a fresh process times icefloe's
+    planning alone and answers with the rows its splits hold, PyIceberg's count."""
+    from pyiceberg.catalog import load_catalog
+
+    from benchmarks.bench_matrix import PLANNING, Contender
+
+    properties = {"type": "sql", **catalog.properties}
+    named = load_catalog("matrix", **properties)  # the name the contenders load it by
+    assert isinstance(named, SqlCatalog)
+    _table(named)
+    proc = Contender({"identifier": "db.events", "kind": PLANNING, "s3": None,
+                      "catalog": properties})
+    try:
+        proc.ready()
+        (seconds, rows, cpu), _ = proc.read(), proc.read()
+    finally:
+        proc.close()
+    assert rows == named.load_table("db.events").scan().count() == 3000
+    assert 0 < seconds < 30 and cpu > 0
