@@ -1076,7 +1076,7 @@ if __name__ == "__main__":
     if args.report or args.planning:
         data = measure_planning(
             scale, None if args.cells is None else set(args.cells.split(",")),
-            args.results, max(args.reps, 5)) if args.planning \
+            args.results, args.reps) if args.planning \
             else json.loads((args.results or results_path(scale)).read_text())
         draw(data, FIGURE)
         print(report(scale, data, None))

@@ -297,7 +297,7 @@ def test_ratios_pair_the_reads_of_one_round() -> None:
     cell["seconds"]["icefloe (defaults)"] = defaults
     cell["seconds"]["pyarrow dataset"] = pyarrow
     assert ratios(cell)["pyarrow dataset"] == pytest.approx(2.3 / 2.1)
-    assert paired([1.0, 2.0], [1.0, 2.0, 9.0]) == 1.0  # the tuned pair's extra reads unpaired
+    assert paired([1.0, 2.0], [1.0, 2.0, 9.0]) == 1.0  # a read without its round's partner: out
 
 
 def test_the_steal_of_a_cells_reads_is_reported() -> None:
