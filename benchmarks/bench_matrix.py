@@ -101,11 +101,11 @@ test_a_large_file_read_pays_the_round_trips_any_arrow_reader_must`` pins icefloe
 PLANNING = "icefloe planning"
 """Not a contender, measured in a pass of its own (``--planning``, :func:`measure_planning`)
 after a cell's reads: what icefloe's timed read does before its first split reaches a
-reader, timed alone in a fresh process per cell: ``IcebergSource(...)`` on the catalog,
-``bounded_plan()`` (the table's load) and every split listed (the manifest list and the
-manifests). PyArrow's dataset reader gets its file list before its clock
-(:func:`_child`), so this is work in icefloe's time that is not in PyArrow's:
-:func:`planning_ceiling`."""
+reader, timed alone in a fresh process per cell: ``IcebergSource(...)`` on the catalog
+and every split of ``plan()`` listed (the table's load, the manifest list and the
+manifests; ``read()`` plans through the same call). PyArrow's dataset reader gets its
+file list before its clock (:func:`_child`), so this is work in icefloe's time that is not
+in PyArrow's: :func:`planning_ceiling`."""
 CONTENDERS = ("icefloe (defaults)", "icefloe (tuned)", "pyarrow dataset", "pyiceberg", DECODE,
               FETCH)
 TARGETS = {"pyarrow dataset": 1.0, "pyiceberg": 1.5, "icefloe (tuned)": 0.9}
@@ -180,13 +180,20 @@ class Links:
 
         return load_catalog("matrix", **self.catalog_properties(link))  # as the children
 
+    def s3_options(self, link: str) -> dict[str, str] | None:
+        """``S3FileSystem``'s arguments (but ``scheme``) for ``link``, as a contender's
+        spec carries them; None for the local disk."""
+        if link == "local disk":
+            return None
+        from icefloe.seaweed import ACCESS_KEY, REGION, SECRET_KEY
+
+        return {"endpoint_override": self.endpoints[link], "access_key": ACCESS_KEY,
+                "secret_key": SECRET_KEY, "region": REGION}
+
     def s3(self, link: str = "direct") -> Any:
         from pyarrow import fs as pafs
 
-        from icefloe.seaweed import ACCESS_KEY, REGION, SECRET_KEY
-
-        return pafs.S3FileSystem(endpoint_override=self.endpoints[link], access_key=ACCESS_KEY,
-                                 secret_key=SECRET_KEY, region=REGION, scheme="http")
+        return pafs.S3FileSystem(**self.s3_options(link) or {}, scheme="http")
 
     def server_pids(self, link: str) -> list[int]:
         """The processes of this machine that serve a read over ``link``: SeaweedFS (the
@@ -325,9 +332,9 @@ def _child(spec: dict[str, Any]) -> None:
         fetch = _fetcher(fs, paths)
 
     def read() -> int:
-        if kind == PLANNING:  # the planning alone: the rows the splits hold
-            plan = IcebergSource(identifier, catalog=catalog, options={}).bounded_plan()
-            return sum(s.record_count for s in plan.splits())
+        if kind == PLANNING:  # the planning alone (profile_io's icefloe-plan): the rows
+            return sum(s.record_count for s in  # the splits hold
+                       IcebergSource(identifier, catalog=catalog, options={}).plan())
         if kind.startswith("icefloe"):
             source = IcebergSource(identifier, catalog=catalog, options=spec["options"])
             return sum(b.num_rows for b in source.read(spec.get("threads")))
@@ -424,11 +431,7 @@ def measure(where: Links, link: str, identifier: str, tuned: dict[str, str], thr
     read's request and after its answer) and their CPU per second with no read running
     (``server_idle_cpu_s``), on the local disk neither; and on every link the machine's
     stolen CPU seconds (:func:`steal_s`) during each of those reads (``steal``)."""
-    from icefloe.seaweed import ACCESS_KEY, REGION, SECRET_KEY
-
-    s3 = None if link == "local disk" else {
-        "endpoint_override": where.endpoints[link], "access_key": ACCESS_KEY,
-        "secret_key": SECRET_KEY, "region": REGION}
+    s3 = where.s3_options(link)
     base: dict[str, Any] = {"identifier": identifier,
                             "catalog": where.catalog_properties(link), "s3": s3}
     specs: dict[str, dict[str, Any]] = {
@@ -595,8 +598,6 @@ def measure_planning(scale: str, only: set[str] | None = None, path: Path | None
     ``scale`` (``only``: their keys) and record it with the cell (``planning``: seconds,
     the load before and after, when), in the results file ``path``; the cell's reads are
     kept. Returns every recorded cell."""
-    from icefloe.seaweed import ACCESS_KEY, REGION, SECRET_KEY
-
     path = path or results_path(scale)
     recorded: dict[str, dict[str, Any]] = json.loads(path.read_text())
     todo = [c for c in cells(scale) if _key(*c) in recorded
@@ -607,11 +608,9 @@ def measure_planning(scale: str, only: set[str] | None = None, path: Path | None
             where.add(identifier, cached_files(size, row_groups))
             for link in [lk for s, g, lk in todo if (s, g) == (size, row_groups)]:
                 cell = recorded[_key(size, row_groups, link)]
-                s3 = None if link == "local disk" else {
-                    "endpoint_override": where.endpoints[link], "access_key": ACCESS_KEY,
-                    "secret_key": SECRET_KEY, "region": REGION}
                 load_before = load_avg()
-                proc = Contender({"identifier": identifier, "kind": PLANNING, "s3": s3,
+                proc = Contender({"identifier": identifier, "kind": PLANNING,
+                                  "s3": where.s3_options(link),
                                   "catalog": where.catalog_properties(link)})
                 try:
                     proc.ready()
