@@ -153,6 +153,9 @@ def _read_run(reader: SplitReader, run: list[FileSplit], retry: RetryPolicy,
     empty = pa.RecordBatch.from_pylist([], schema=reader.context.arrow_schema)
     progress = [_Progress(split) for split in run]
     batchable = [reader.batch_runs and reader.can_batch(split) for split in run]
+    # a split of a run of several (small: a claim's records are capped) decodes on this
+    # thread, as a scanned run's do: the other reader threads keep the cores busy
+    threads = None if len(run) < 2 else False
     i = 0
     scanning = True
     while i < len(run):
@@ -170,7 +173,7 @@ def _read_run(reader: SplitReader, run: list[FileSplit], retry: RetryPolicy,
             # scan got past its first split
             scanning = stopped > i or progress[stopped].final > 0
             i = stopped
-        if not (yield from _read_one(reader, progress[i], retry, stop, failures)):
+        if not (yield from _read_one(reader, progress[i], retry, stop, failures, threads)):
             return False
         yield progress[i].finish(empty)
         i += 1
@@ -207,10 +210,12 @@ def _scan(reader: SplitReader, progress: list[_Progress], i: int, j: int,
 
 
 def _read_one(reader: SplitReader, progress: _Progress, retry: RetryPolicy,
-              stop: threading.Event, failures: RetryListener | None = None
+              stop: threading.Event, failures: RetryListener | None = None,
+              use_threads: bool | None = None
               ) -> Generator[SplitBatch | object, None, bool]:
     """Read one split from ``progress.final`` on, retrying transient errors; returns
-    False if stopped during a backoff. Raises the error that ends it."""
+    False if stopped during a backoff. Raises the error that ends it. ``use_threads``
+    as :meth:`SplitReader.read_progress`'s."""
     split = progress.split
     attempt = 1
     while True:
@@ -219,7 +224,7 @@ def _read_one(reader: SplitReader, progress: _Progress, retry: RetryPolicy,
         final = progress.final
         resumed = split if final == split.resume_rows else split.with_position(final)
         try:
-            for batch, consumed in reader.read_progress(resumed):
+            for batch, consumed in reader.read_progress(resumed, use_threads):
                 if consumed > progress.final:
                     attempt = 1  # progress: count consecutive failures only
                 out = progress.take(batch, consumed)

@@ -80,12 +80,16 @@ class FileReader:
         self.processor = BatchProcessor(context)
         """Stages 4-6 for one raw batch."""
 
-    def read_progress(self, split: FileSplit) -> Iterator[tuple[pa.RecordBatch, int]]:
+    def read_progress(self, split: FileSplit, use_threads: bool | None = None
+                      ) -> Iterator[tuple[pa.RecordBatch, int]]:
         """``(batch, consumed)`` pairs of a data split (not a changelog split); ``batch``
         may be empty (all rows deleted or filtered).
 
         ``consumed`` counts source records of the split read so far, ``split.resume_rows``
         included; after the last pair it equals the split's total source records.
+        ``use_threads``: a Parquet split's decode on Arrow's threads, as
+        :meth:`read_parquet`'s (False for a split read in a run of several: the other
+        reader threads keep the cores busy).
 
         Raises:
             DataFileError: a data or delete file is missing, unreadable or of an unknown
@@ -101,7 +105,7 @@ class FileReader:
         try:
             opened = open_parquet(self.files, split, window, footer_beside_head=ranged)
             try:
-                yield from self.read_parquet(split, opened)
+                yield from self.read_parquet(split, opened, use_threads)
             except DataFileError:
                 raise
             except (OSError, pa.ArrowException) as exc:

@@ -164,21 +164,29 @@ class SplitReader:
                 log.debug("run of %d splits stopped in split %s (record %d); reading on "
                           "split by split: %s: %s", len(run), run[last].split_id,
                           consumed[last], type(exc).__name__, exc)
+        threads = None if len(run) < 2 else False  # one of several: the caller's thread
         for split, offset in zip(run[last:], consumed[last:], strict=True):
-            yield from self.read(split.with_position(offset) if offset else split)
+            yield from self.read(split.with_position(offset) if offset else split, threads)
 
-    def read(self, split: FileSplit) -> Iterator[pa.RecordBatch]:
-        """Non-empty batches of ``split`` (from ``split.resume_rows`` on)."""
-        for batch, _ in self.read_progress(split):
+    def read(self, split: FileSplit, use_threads: bool | None = None
+             ) -> Iterator[pa.RecordBatch]:
+        """Non-empty batches of ``split`` (from ``split.resume_rows`` on); ``use_threads``
+        as :meth:`read_progress`'s."""
+        for batch, _ in self.read_progress(split, use_threads):
             if batch.num_rows:
                 yield batch
 
-    def read_progress(self, split: FileSplit) -> Iterator[tuple[pa.RecordBatch, int]]:
+    def read_progress(self, split: FileSplit, use_threads: bool | None = None
+                      ) -> Iterator[tuple[pa.RecordBatch, int]]:
         """``(batch, consumed)`` pairs; ``batch`` may be empty (all rows deleted/filtered).
 
         ``consumed`` counts source records of the split read so far, ``split.resume_rows``
         included; after the last pair it equals the split's total source records (a
         changelog split counts what :class:`~icefloe.reader.changelog.ChangeReader` says).
+        ``use_threads``: decode a Parquet data split's columns on Arrow's threads (None:
+        by its size, :meth:`FileReader.read_parquet`; False for a split of a run of
+        several small files read one by one, which decode on the calling thread as a
+        run read together does, :mod:`icefloe.reader.groups`).
 
         Raises:
             DataFileError: a data or delete file is missing, unreadable or of an unknown
@@ -189,4 +197,4 @@ class SplitReader:
                 self._changes = ChangeReader(self.context)
             yield from self._changes.read_progress(split)
             return
-        yield from self.file_reader.read_progress(split)
+        yield from self.file_reader.read_progress(split, use_threads)

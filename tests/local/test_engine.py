@@ -164,8 +164,9 @@ class _CountingReader(SplitReader):
     produced = 0
     lock = threading.Lock()
 
-    def read_progress(self, split: FileSplit) -> Iterator[tuple[pa.RecordBatch, int]]:
-        for item in super().read_progress(split):
+    def read_progress(self, split: FileSplit, use_threads: bool | None = None
+                      ) -> Iterator[tuple[pa.RecordBatch, int]]:
+        for item in super().read_progress(split, use_threads):
             with _CountingReader.lock:
                 _CountingReader.produced += 1
             yield item
@@ -201,8 +202,9 @@ class _ByteCountingReader(SplitReader):
     produced = 0
     lock = threading.Lock()
 
-    def read_progress(self, split: FileSplit) -> Iterator[tuple[pa.RecordBatch, int]]:
-        for batch, consumed in super().read_progress(split):
+    def read_progress(self, split: FileSplit, use_threads: bool | None = None
+                      ) -> Iterator[tuple[pa.RecordBatch, int]]:
+        for batch, consumed in super().read_progress(split, use_threads):
             with _ByteCountingReader.lock:
                 _ByteCountingReader.produced += batch.nbytes + ITEM_BYTES
             yield batch, consumed

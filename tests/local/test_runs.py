@@ -219,10 +219,11 @@ class _Recording(SplitReader):
             _Recording.runs.append([s.split_id for s in splits])
         return super().read_run(splits)
 
-    def read_progress(self, split: FileSplit) -> Iterator[tuple[pa.RecordBatch, int]]:
+    def read_progress(self, split: FileSplit, use_threads: bool | None = None
+                      ) -> Iterator[tuple[pa.RecordBatch, int]]:
         with _Recording.lock:
             _Recording.singles.append((split.split_id, split.resume_rows))
-        return super().read_progress(split)
+        return super().read_progress(split, use_threads)
 
 
 _FED = threading.Event()
@@ -407,8 +408,9 @@ class _FailingOnce(SplitReader):
     failed = False
     where = ""
 
-    def read_progress(self, split: FileSplit) -> Iterator[tuple[pa.RecordBatch, int]]:
-        for n, item in enumerate(super().read_progress(split)):
+    def read_progress(self, split: FileSplit, use_threads: bool | None = None
+                      ) -> Iterator[tuple[pa.RecordBatch, int]]:
+        for n, item in enumerate(super().read_progress(split, use_threads)):
             yield item
             if split.split_id == _FailingOnce.victim and not _FailingOnce.failed and n == 0:
                 _FailingOnce.failed, _FailingOnce.where = True, "split"
