@@ -29,7 +29,10 @@ THREADED_DECODE_BYTES = 1024 * 1024
 per-column thread tasks cost more than they save (the engine already runs readers in
 parallel). A run of small files (:mod:`icefloe.reader.groups`) decodes every file on the
 calling thread, whatever its size (up to the runs' 8 MiB): the other reader threads keep
-the cores busy with the run's neighbours."""
+the cores busy with the run's neighbours; so does a run of several splits too short to be
+read together, split by split (:meth:`icefloe.reader.split_reader.SplitReader.read_progress`'s
+``use_threads``: the local engine's runs of 3 of the matrix's 1 MB files, read 0.75x as
+fast as PyArrow's dataset reader with their decode threaded, 0.88x without; session 20)."""
 
 
 class Range(NamedTuple):

@@ -1,0 +1,125 @@
+"""Before / after of a change on the defaults matrix's local cells: icefloe at its defaults
+from two source trees and PyArrow's dataset reader, interleaved in one run.
+
+    uv run python -m benchmarks.ab_matrix --before /path/to/other/tree --cells 1:1,1:4 [--rounds 16]
+
+Each cell (``SIZE_MB:ROW_GROUPS``, :func:`benchmarks.bench_matrix.cached_files`) is one
+local-disk table (a SQLite catalog over the cached files, as the matrix's); its three
+contenders are the matrix's own child processes (:class:`benchmarks.bench_matrix.Contender`,
+fresh per cell, started before the reads, each read timed in the child), the "before"
+child run from the other tree (:data:`CHILD`: that tree's ``icefloe`` and matrix child,
+checked). The reads are round-robin with the first rotated
+each round, as the matrix's; the first round (every process's first read: its thread
+pools) is left out. Per contender: the median wall and CPU seconds, and PyArrow's time
+over its time paired by round (:func:`benchmarks.bench_matrix.paired`; > 1: faster than
+PyArrow). Why not the matrix itself: a change's effect is smaller than the spread between
+two runs of a cell (session 20: the same code's 1 MB x 4 cell at 0.84x and 0.95x in two
+runs), so the two trees must be measured in the same rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from benchmarks.bench_matrix import MB, Contender, cached_files, paired
+from benchmarks.common import ROOT, event_rows, median
+
+SIDES = ("pyarrow dataset", "icefloe after", "icefloe before")
+CHILD = """
+import json, pathlib, sys
+import icefloe
+here = pathlib.Path(icefloe.__file__).resolve().parent.parent
+assert str(here) == sys.argv[1], f"icefloe imported from {here}, not {sys.argv[1]}"
+from benchmarks.bench_matrix import _child
+_child(json.loads(sys.argv[2]))
+"""
+"""The "before" child: the matrix's, with the other tree first on ``sys.path`` (``-c``
+puts the working directory there) and the ``icefloe`` it imports checked to be that
+tree's."""
+
+
+def _contender(spec: dict[str, Any], tree: Path | None) -> Contender:
+    """A matrix child for ``spec``, run from ``tree`` (None: this one)."""
+    if tree is None:
+        return Contender(spec)
+    proc = Contender.__new__(Contender)  # its child, from the other tree's directory
+    proc.proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(tree.resolve()), json.dumps(spec)],
+        cwd=tree, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    return proc
+
+
+def measure(cell: str, before: Path, rounds: int) -> dict[str, list[tuple[float, int, float]]]:
+    """``rounds`` reads of each side of ``cell`` (``SIZE_MB:ROW_GROUPS``), round-robin."""
+    from pyiceberg.catalog import load_catalog
+
+    size, groups = (int(x) for x in cell.split(":"))
+    files = cached_files(size * MB, groups)
+    root = Path(tempfile.mkdtemp(prefix="icefloe-ab-matrix-"))
+    try:
+        (root / "warehouse").mkdir()
+        props = {"type": "sql", "uri": f"sqlite:///{root}/catalog.db",
+                 "warehouse": (root / "warehouse").as_uri()}
+        catalog = load_catalog("matrix", **props)
+        catalog.create_namespace("matrix")
+        table = catalog.create_table("matrix.t", schema=event_rows(1).schema,
+                                     properties={"format-version": "2"})
+        table.add_files([p.as_uri() for p in files])
+        base = {"identifier": "matrix.t", "catalog": props, "s3": None}
+        icefloe = {**base, "kind": "icefloe", "options": {}}
+        procs = {SIDES[0]: _contender({**base, "kind": "pyarrow"}, None),
+                 SIDES[1]: _contender(icefloe, None), SIDES[2]: _contender(icefloe, before)}
+        try:
+            for proc in procs.values():
+                proc.ready()
+            out: dict[str, list[tuple[float, int, float]]] = {n: [] for n in procs}
+            names = list(procs)
+            for r in range(rounds):
+                for name in names[r % len(names):] + names[:r % len(names)]:
+                    out[name].append(procs[name].read())
+            rows = {n: {rows for _, rows, _ in runs} for n, runs in out.items()}
+            assert all(r == rows[SIDES[0]] for r in rows.values()), rows
+            return out
+        finally:
+            for proc in procs.values():
+                proc.close()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def report(cell: str, out: dict[str, list[tuple[float, int, float]]]) -> list[str]:
+    """A line per side: median wall and CPU (first round left out), PyArrow's ratio."""
+    peer = [s for s, _, _ in out[SIDES[0]][1:]]
+    lines = []
+    for name, runs in out.items():
+        walls, cpus = [s for s, _, _ in runs[1:]], [c for _, _, c in runs[1:]]
+        lines.append(f"{cell:>6} {name:16} {median(walls) * 1000:7.1f} ms "
+                     f"(min {min(walls) * 1000:6.1f})  CPU {median(cpus):.3f} s  "
+                     f"vs pyarrow {paired(walls, peer):.2f}x")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--before", type=Path, required=True,
+                        help="the other source tree (e.g. a `git worktree add` of a commit)")
+    parser.add_argument("--cells", default="1:1,1:4,1:16",
+                        help="comma-separated SIZE_MB:ROW_GROUPS (local disk)")
+    parser.add_argument("--rounds", type=int, default=16)
+    args = parser.parse_args(argv)
+    if not (args.before / "icefloe" / "__init__.py").exists():
+        parser.error(f"--before {args.before}: no icefloe/ there; give a source tree of "
+                     f"icefloe, e.g. `git worktree add /tmp/before HEAD~1` in {ROOT.parent}")
+    for cell in args.cells.split(","):
+        print("\n".join(report(cell, measure(cell, args.before, args.rounds))), flush=True)
+
+
+if __name__ == "__main__":
+    main()
