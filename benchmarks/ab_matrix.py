@@ -1,20 +1,22 @@
 """Before / after of a change on the defaults matrix's local cells: icefloe at its defaults
 from two source trees and PyArrow's dataset reader, interleaved in one run.
 
-    uv run python -m benchmarks.ab_matrix --before /path/to/other/tree --cells 1:1,1:4 [--rounds 16]
+    uv run python -m benchmarks.ab_matrix --before /path/to/other/tree --cells 1:1,1:4 \\
+        [--rounds 16] [--bare]
 
 Each cell (``SIZE_MB:ROW_GROUPS``, :func:`benchmarks.bench_matrix.cached_files`) is one
 local-disk table (a SQLite catalog over the cached files, as the matrix's); its three
 contenders are the matrix's own child processes (:class:`benchmarks.bench_matrix.Contender`,
 fresh per cell, started before the reads, each read timed in the child), the "before"
 child run from the other tree (:data:`CHILD`: that tree's ``icefloe`` and matrix child,
-checked). The reads are round-robin with the first rotated
-each round, as the matrix's; the first round (every process's first read: its thread
-pools) is left out. Per contender: the median wall and CPU seconds, and PyArrow's time
-over its time paired by round (:func:`benchmarks.bench_matrix.paired`; > 1: faster than
-PyArrow). Why not the matrix itself: a change's effect is smaller than the spread between
-two runs of a cell (session 20: the same code's 1 MB x 4 cell at 0.84x and 0.95x in two
-runs), so the two trees must be measured in the same rounds.
+checked). With ``--bare``, a fourth: the least a reader built as icefloe's reader threads
+are can do (:func:`benchmarks.bench_matrix.bare_read`). The reads are round-robin with the
+first rotated each round, as the matrix's; the first round (every process's first read:
+its thread pools) is left out. Per contender: the median wall and CPU seconds, and
+PyArrow's time over its time paired by round (:func:`benchmarks.bench_matrix.paired`;
+> 1: faster than PyArrow). Why not the matrix itself: a change's effect is smaller than
+the spread between two runs of a cell (session 20: the same code's 1 MB x 4 cell at 0.84x
+and 0.95x in two runs), so the two trees must be measured in the same rounds.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bench_matrix import MB, Contender, cached_files, paired
+from benchmarks.bench_matrix import BARE, MB, Contender, cached_files, paired
 from benchmarks.common import ROOT, event_rows, median
 
 SIDES = ("pyarrow dataset", "icefloe after", "icefloe before")
@@ -56,8 +58,10 @@ def _contender(spec: dict[str, Any], tree: Path | None) -> Contender:
     return proc
 
 
-def measure(cell: str, before: Path, rounds: int) -> dict[str, list[tuple[float, int, float]]]:
-    """``rounds`` reads of each side of ``cell`` (``SIZE_MB:ROW_GROUPS``), round-robin."""
+def measure(cell: str, before: Path, rounds: int, bare: bool = False
+            ) -> dict[str, list[tuple[float, int, float]]]:
+    """``rounds`` reads of each side of ``cell`` (``SIZE_MB:ROW_GROUPS``), round-robin;
+    with ``bare``, :data:`benchmarks.bench_matrix.BARE` too."""
     from pyiceberg.catalog import load_catalog
 
     size, groups = (int(x) for x in cell.split(":"))
@@ -76,6 +80,8 @@ def measure(cell: str, before: Path, rounds: int) -> dict[str, list[tuple[float,
         icefloe = {**base, "kind": "icefloe", "options": {}}
         procs = {SIDES[0]: _contender({**base, "kind": "pyarrow"}, None),
                  SIDES[1]: _contender(icefloe, None), SIDES[2]: _contender(icefloe, before)}
+        if bare:
+            procs[BARE] = _contender({**base, "kind": BARE}, None)
         try:
             for proc in procs.values():
                 proc.ready()
@@ -113,12 +119,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cells", default="1:1,1:4,1:16",
                         help="comma-separated SIZE_MB:ROW_GROUPS (local disk)")
     parser.add_argument("--rounds", type=int, default=16)
+    parser.add_argument("--bare", action="store_true",
+                        help=f"also {BARE!r}: Arrow's Parquet reader file by file on two "
+                        "threads, nothing else (bench_matrix.bare_read)")
     args = parser.parse_args(argv)
     if not (args.before / "icefloe" / "__init__.py").exists():
         parser.error(f"--before {args.before}: no icefloe/ there; give a source tree of "
                      f"icefloe, e.g. `git worktree add /tmp/before HEAD~1` in {ROOT.parent}")
     for cell in args.cells.split(","):
-        print("\n".join(report(cell, measure(cell, args.before, args.rounds))), flush=True)
+        print("\n".join(report(cell, measure(cell, args.before, args.rounds, args.bare))),
+              flush=True)
 
 
 if __name__ == "__main__":

@@ -343,6 +343,8 @@ def _child(spec: dict[str, Any]) -> None:
                        .to_arrow_batch_reader())
         if kind == "decode":  # the files' decode alone (benchmarks.profile_decode)
             return sum(pq.read_table(p, filesystem=fs).num_rows for p in paths)
+        if kind == BARE:  # Arrow's Parquet reader file by file on two threads, nothing else
+            return bare_read(paths, fs)
         if kind == "decode in memory":  # the decode alone, of bytes fetched before
             return sum(pq.read_table(pa.BufferReader(b)).num_rows for b in blobs)
         if kind == FETCH:  # the transfer alone
@@ -356,6 +358,47 @@ def _child(spec: dict[str, Any]) -> None:
         rows = read()
         print(json.dumps({"s": time.perf_counter() - start, "rows": rows,
                           "cpu": time.process_time() - cpu}), flush=True)
+
+
+BARE = "arrow reader, 2 threads"
+"""Not a contender of the matrix (:mod:`benchmarks.ab_matrix`'s ``--bare``): the least a
+reader built as icefloe's reader threads are can do, :func:`bare_read`."""
+
+
+def bare_read(paths: list[str], fs: Any = None, threads: int = 2) -> int:
+    """Rows of ``paths`` read as icefloe's reader threads read files, with nothing else:
+    ``threads`` Python threads, each taking the next file, opening it with Arrow's
+    ``ParquetReader`` (no pre-buffering on the local disk) and iterating its batches
+    decoded on the thread itself (as a run's files are); no planning, projection, cast,
+    hand-off or order."""
+    import threading
+
+    from pyarrow import fs as pafs
+    from pyarrow._parquet import ParquetReader
+
+    fs = fs or pafs.LocalFileSystem()
+    todo, rows, lock = list(reversed(paths)), [0], threading.Lock()
+
+    def work() -> None:
+        while True:
+            with lock:
+                if not todo:
+                    return
+                path = todo.pop()
+            reader = ParquetReader()
+            reader.open(fs.open_input_file(path), pre_buffer=False)
+            groups = list(range(reader.metadata.num_row_groups))
+            n = sum(b.num_rows for b in reader.iter_batches(
+                196608, groups, list(range(reader.metadata.num_columns)), use_threads=False))
+            with lock:
+                rows[0] += n
+
+    pool = [threading.Thread(target=work) for _ in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    return rows[0]
 
 
 def _fetcher(fs: Any, paths: list[str]) -> Callable[[], int]:

@@ -29,3 +29,19 @@ def test_a_before_tree_without_icefloe_is_refused(tmp_path: Path,
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert str(tmp_path) in err and "git worktree add" in err
+
+
+def test_the_bare_reader_reads_every_row_of_every_file_once(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from benchmarks.bench_matrix import bare_read
+
+    paths = []
+    for i in range(5):  # files of 1-5 row groups
+        path = tmp_path / f"f{i}.parquet"
+        pq.write_table(pa.table({"id": list(range(i * 1000, i * 1000 + 700 + i))}), path,
+                       row_group_size=150 + 50 * i)
+        paths.append(str(path))
+    assert bare_read(paths) == sum(pq.read_metadata(p).num_rows for p in paths) == 3510
+    assert bare_read(paths[:1], threads=3) == 700
