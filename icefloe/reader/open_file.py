@@ -45,6 +45,16 @@ if TYPE_CHECKING:
 FORMATS = ("PARQUET", "ORC", "AVRO")
 """Data file formats icefloe reads (Iceberg's three)."""
 
+BINARY_TYPE = pa.large_binary()
+"""What Parquet's reader decodes a BYTE_ARRAY column (string or binary) as, in a file
+without a stored Arrow schema (Java Iceberg's, Spark's, Flink's, Trino's files): the
+64-bit-offset types icefloe's output has (PyIceberg's ``schema_to_pyarrow``:
+``large_string``, ``large_binary``), so those columns need no cast after the decode
+(:func:`icefloe.reader.casts.widen_offsets`: a buffer and a copy of the offsets per string
+column per batch, about 10 % of the CPU of a two-thread read of the matrix's 1 MB files;
+session 20). A file with a stored Arrow schema (PyArrow's writers, PyIceberg's) decodes
+to the types it records, whatever this says (Arrow's rule)."""
+
 
 @dataclass(frozen=True, slots=True)
 class ParquetFile:
@@ -129,7 +139,7 @@ def open_parquet(files: FileOpener, split: FileSplit, window: PrefetchWindow | N
         # column paths, path resolution): with thousands of small files it shows
         reader = ParquetReader()
         reader.open(stream, pre_buffer=pre_buffer, arrow_extensions_enabled=True,
-                    metadata=metadata)
+                    metadata=metadata, binary_type=BINARY_TYPE)
     except Exception as exc:
         stream.close()
         raise DataFileError(
