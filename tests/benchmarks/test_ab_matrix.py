@@ -45,3 +45,24 @@ def test_the_bare_reader_reads_every_row_of_every_file_once(tmp_path: Path) -> N
         paths.append(str(path))
     assert bare_read(paths) == sum(pq.read_metadata(p).num_rows for p in paths) == 3510
     assert bare_read(paths[:1], threads=3) == 700
+
+
+def test_copies_without_the_arrow_schema_keep_row_groups_and_values(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from benchmarks.ab_matrix import without_arrow_schema
+
+    (tmp_path / "cell").mkdir()
+    src = tmp_path / "cell" / "part-0.parquet"
+    rows = pa.table({"id": list(range(1000)), "s": [f"v{i}" for i in range(1000)]})
+    pq.write_table(rows, src, row_group_size=300)
+    assert b"ARROW:schema" in pq.read_metadata(src).metadata
+    (copy,) = without_arrow_schema([src])
+    assert copy.parent.name == "cell-no-arrow-schema"
+    meta = pq.read_metadata(copy)
+    assert b"ARROW:schema" not in (meta.metadata or {})
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == \
+        [300, 300, 300, 100]
+    assert pq.read_table(copy).equals(rows)
+    assert without_arrow_schema([src]) == [copy]  # cached
