@@ -55,6 +55,10 @@ column per batch, about 10 % of the CPU of a two-thread read of the matrix's 1 M
 session 20). A file with a stored Arrow schema (PyArrow's writers, PyIceberg's) decodes
 to the types it records, whatever this says (Arrow's rule)."""
 
+LIST_TYPE = pa.LargeListType
+"""What Parquet's reader decodes a list column as, in a file without a stored Arrow schema:
+``large_list``, the output's (PyIceberg's ``schema_to_pyarrow``), as :data:`BINARY_TYPE`."""
+
 
 @dataclass(frozen=True, slots=True)
 class ParquetFile:
@@ -139,7 +143,8 @@ def open_parquet(files: FileOpener, split: FileSplit, window: PrefetchWindow | N
         # column paths, path resolution): with thousands of small files it shows
         reader = ParquetReader()
         reader.open(stream, pre_buffer=pre_buffer, arrow_extensions_enabled=True,
-                    metadata=metadata, binary_type=BINARY_TYPE)
+                    metadata=metadata, binary_type=BINARY_TYPE,
+                    list_type=LIST_TYPE)
     except Exception as exc:
         stream.close()
         raise DataFileError(

@@ -39,7 +39,7 @@ from typing import Any
 import pyarrow as pa
 from pyarrow._parquet import ParquetReader
 
-from icefloe.reader.open_file import BINARY_TYPE, ParquetFile
+from icefloe.reader.open_file import BINARY_TYPE, LIST_TYPE, ParquetFile
 from icefloe.reader.plan import FilePlan, column_indices
 from icefloe.reader.prefetch import PREFETCH_MAX_BYTES, Prefetcher, io_pool
 from icefloe.reader.ranges import parquet_batches
@@ -478,7 +478,8 @@ def ranged_reader(pf: ParquetReader, stream: Any, row_groups: Sequence[int],
     try:
         reader.open(pa.PythonFile(ranged, mode="r"), metadata=pf.metadata, pre_buffer=False,
                     buffer_size=STREAM_BUFFER_BYTES if streamed else 0,
-                    arrow_extensions_enabled=True, binary_type=BINARY_TYPE)
+                    arrow_extensions_enabled=True, binary_type=BINARY_TYPE,
+                    list_type=LIST_TYPE)
     except BaseException:
         ranged.close()
         raise

@@ -36,7 +36,7 @@ from pyarrow.fs import FileSystem
 
 from icefloe.errors import DataFileError
 from icefloe.reader.file_reader import FileReader
-from icefloe.reader.open_file import BINARY_TYPE
+from icefloe.reader.open_file import BINARY_TYPE, LIST_TYPE
 from icefloe.splits.split import FileSplit
 
 log = logging.getLogger(__name__)
@@ -89,8 +89,8 @@ class RunScanner:
 
     def __init__(self, reader: FileReader) -> None:
         self.reader = reader
-        self._format = ds.ParquetFileFormat(
-            read_options=ds.ParquetReadOptions(binary_type=BINARY_TYPE))  # as open_parquet
+        self._format = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(
+            binary_type=BINARY_TYPE, list_type=LIST_TYPE))  # as open_parquet's
         self._schema: pa.Schema | None = None  # of the last scan: the next run likely shares it
 
     def filesystem(self, split: FileSplit) -> tuple[FileSystem, str] | None:

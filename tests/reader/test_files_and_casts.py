@@ -75,50 +75,61 @@ def testcast_for_picks_widening_only_for_offset_pairs(have: pa.DataType, want: p
 
 
 @pytest.mark.parametrize("stored_schema", [False, True])
-def test_strings_decode_as_large_types_unless_the_file_stores_an_arrow_schema(
+def test_strings_and_lists_decode_as_large_types_unless_the_file_stores_an_arrow_schema(
         catalog: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         stored_schema: bool) -> None:
     """A file without a stored Arrow schema (as Java Iceberg, Spark and Flink write them)
-    decodes its string and binary columns straight to the output's ``large_string`` /
-    ``large_binary`` (``open_file.BINARY_TYPE``): no offset widening after the decode. A
-    file that stores its Arrow schema (PyArrow's writers) keeps ``string`` and is widened.
-    Either way the rows are PyIceberg's and the schema the source's."""
+    decodes its string, binary and list columns straight to the output's
+    ``large_string`` / ``large_binary`` / ``large_list`` (``open_file.BINARY_TYPE``,
+    ``LIST_TYPE``): no cast after the decode. A file that stores its Arrow schema
+    (PyArrow's writers) keeps ``string`` and ``list`` and is cast. Either way the rows are
+    PyIceberg's and the schema the source's."""
     from icefloe import IcebergSource
     from icefloe.reader import casts
     from tests.helpers.tables import make_table
 
     rows = pa.table({"id": pa.array(range(500), pa.int64()),
                      "name": [f"n{i}" if i % 7 else None for i in range(500)],
-                     "blob": [bytes([i % 256]) * (i % 5) for i in range(500)]})
+                     "blob": [bytes([i % 256]) * (i % 5) for i in range(500)],
+                     "tags": [[f"t{j}" for j in range(i % 4)] if i % 9 else None
+                              for i in range(500)]})
     path = tmp_path / "part.parquet"
     pq.write_table(rows, path, store_schema=stored_schema, row_group_size=200)
     assert (b"ARROW:schema" in (pq.read_metadata(path).metadata or {})) is stored_schema
     table = make_table(catalog, "db.strings", schema=_ids(rows.schema))
     table.add_files([path.as_uri()])
 
-    widened: list[pa.DataType] = []
-    real = casts.widen_offsets
+    cast: list[tuple[pa.DataType, pa.DataType]] = []
+    real = casts.cast_for
 
-    def spy(column: pa.Array, large: pa.DataType) -> pa.Array:
-        widened.append(column.type)
-        return real(column, large)
+    def spy(have: pa.DataType, want: pa.DataType) -> casts.Cast:
+        if not have.equals(want):
+            cast.append((have, want))
+        return real(have, want)
 
-    monkeypatch.setattr(casts, "widen_offsets", spy)
+    monkeypatch.setattr(casts, "cast_for", spy)
     source = IcebergSource("db.strings", catalog=catalog)
     got = source.to_arrow()
     assert got.schema == source.schema()
-    assert got.schema.field("name").type == pa.large_string()
-    assert got.schema.field("blob").type == pa.large_binary()
+    assert [got.schema.field(n).type for n in ("name", "blob")] == \
+        [pa.large_string(), pa.large_binary()]
+    assert pa.types.is_large_list(got.schema.field("tags").type)
     expected = catalog.load_table("db.strings").scan().to_arrow()
     assert got.sort_by("id").equals(expected.cast(got.schema).sort_by("id"))
-    assert bool(widened) is stored_schema
+    if stored_schema:
+        assert {have for have, _ in cast} >= {pa.string(), pa.binary()}
+        assert any(pa.types.is_list(have) for have, _ in cast)
+    else:
+        assert cast == []
 
 
 def _ids(schema: pa.Schema) -> Any:
-    """An Iceberg schema for ``schema``'s fields, ids 1..n (add_files maps by name)."""
+    """An Iceberg schema for ``schema``'s fields (add_files maps by name)."""
     from pyiceberg.schema import Schema
-    from pyiceberg.types import BinaryType, LongType, NestedField, StringType
+    from pyiceberg.types import BinaryType, ListType, LongType, NestedField, StringType
 
     types = {pa.int64(): LongType(), pa.string(): StringType(), pa.binary(): BinaryType()}
-    return Schema(*(NestedField(i + 1, f.name, types[f.type], required=False)
-                    for i, f in enumerate(schema)))
+    fields = [NestedField(i + 1, f.name, types[f.type] if f.type in types
+                          else ListType(100 + i, StringType(), element_required=False),
+                          required=False) for i, f in enumerate(schema)]
+    return Schema(*fields)
