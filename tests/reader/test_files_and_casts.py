@@ -92,7 +92,9 @@ def test_strings_and_lists_decode_as_large_types_unless_the_file_stores_an_arrow
                      "name": [f"n{i}" if i % 7 else None for i in range(500)],
                      "blob": [bytes([i % 256]) * (i % 5) for i in range(500)],
                      "tags": [[f"t{j}" for j in range(i % 4)] if i % 9 else None
-                              for i in range(500)]})
+                              for i in range(500)],
+                     "attrs": pa.array([[(f"k{j}", j) for j in range(i % 3)] for i in range(500)],
+                                       pa.map_(pa.string(), pa.int64()))})
     path = tmp_path / "part.parquet"
     pq.write_table(rows, path, store_schema=stored_schema, row_group_size=200)
     assert (b"ARROW:schema" in (pq.read_metadata(path).metadata or {})) is stored_schema
@@ -114,6 +116,7 @@ def test_strings_and_lists_decode_as_large_types_unless_the_file_stores_an_arrow
     assert [got.schema.field(n).type for n in ("name", "blob")] == \
         [pa.large_string(), pa.large_binary()]
     assert pa.types.is_large_list(got.schema.field("tags").type)
+    assert got.schema.field("attrs").type.key_type == pa.large_string()
     expected = catalog.load_table("db.strings").scan().to_arrow()
     assert got.sort_by("id").equals(expected.cast(got.schema).sort_by("id"))
     if stored_schema:
@@ -126,10 +129,23 @@ def test_strings_and_lists_decode_as_large_types_unless_the_file_stores_an_arrow
 def _ids(schema: pa.Schema) -> Any:
     """An Iceberg schema for ``schema``'s fields (add_files maps by name)."""
     from pyiceberg.schema import Schema
-    from pyiceberg.types import BinaryType, ListType, LongType, NestedField, StringType
+    from pyiceberg.types import (
+        BinaryType,
+        IcebergType,
+        ListType,
+        LongType,
+        MapType,
+        NestedField,
+        StringType,
+    )
 
-    types = {pa.int64(): LongType(), pa.string(): StringType(), pa.binary(): BinaryType()}
-    fields = [NestedField(i + 1, f.name, types[f.type] if f.type in types
-                          else ListType(100 + i, StringType(), element_required=False),
-                          required=False) for i, f in enumerate(schema)]
-    return Schema(*fields)
+    def iceberg(i: int, t: pa.DataType) -> IcebergType:
+        if pa.types.is_map(t):
+            return MapType(100 + i, StringType(), 200 + i, LongType(), value_required=False)
+        if pa.types.is_list(t):
+            return ListType(100 + i, StringType(), element_required=False)
+        return {pa.int64(): LongType(), pa.string(): StringType(),
+                pa.binary(): BinaryType()}[t]
+
+    return Schema(*(NestedField(i + 1, f.name, iceberg(i, f.type), required=False)
+                    for i, f in enumerate(schema)))
