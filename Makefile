@@ -21,9 +21,9 @@ demo: setup
 # (SeaweedFS) is required: a SeaweedFS that cannot start fails it instead of skipping it.
 # Two workers (pytest-xdist; most tests wait on processes, servers and JVMs, not the CPU:
 # session 18 measured 22 min against 27-34 min in one process; session 19 20.3 min,
-# session 20 20.9 min here: 19:31 parallel + 75 s serial); the
-# tests of the shared SparkSession and of the local Ray each stay in one worker
-# (tests/conftest.py, ENGINE_FIXTURES); tests marked serial run alone afterwards.
+# session 20 20.9 min here: 19:31 parallel + 75 s serial); the tests of the shared
+# SparkSession and of the local Ray each stay in one worker (tests/conftest.py,
+# ENGINE_FIXTURES); tests marked serial run alone afterwards.
 TEST_TIERS := not slow and not interop and not cluster and not wheel
 test: setup
 	-bash scripts/ensure-postgres.sh

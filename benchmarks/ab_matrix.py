@@ -24,13 +24,11 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bench_matrix import BARE, MB, Contender, cached_files, paired
+from benchmarks.bench_matrix import BARE, MB, Contender, cached_files, local_catalog, paired
 from benchmarks.common import ROOT, event_rows, median
 
 SIDES = ("pyarrow dataset", "icefloe after", "icefloe before")
@@ -51,11 +49,8 @@ def _contender(spec: dict[str, Any], tree: Path | None) -> Contender:
     """A matrix child for ``spec``, run from ``tree`` (None: this one)."""
     if tree is None:
         return Contender(spec)
-    proc = Contender.__new__(Contender)  # its child, from the other tree's directory
-    proc.proc = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(tree.resolve()), json.dumps(spec)],
-        cwd=tree, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    return proc
+    return Contender(spec, [sys.executable, "-c", CHILD, str(tree.resolve()), json.dumps(spec)],
+                     cwd=tree)  # the other tree's directory: first on its sys.path
 
 
 def without_arrow_schema(files: list[Path]) -> list[Path]:
@@ -86,19 +81,11 @@ def measure(cell: str, before: Path, rounds: int, bare: bool = False,
     with ``bare``, :data:`benchmarks.bench_matrix.BARE` too; with ``no_arrow_schema``, of
     the cell's files rewritten without their stored Arrow schema
     (:func:`without_arrow_schema`)."""
-    from pyiceberg.catalog import load_catalog
-
     size, groups = (int(x) for x in cell.split(":"))
     files = cached_files(size * MB, groups)
     if no_arrow_schema:
         files = without_arrow_schema(files)
-    root = Path(tempfile.mkdtemp(prefix="icefloe-ab-matrix-"))
-    try:
-        (root / "warehouse").mkdir()
-        props = {"type": "sql", "uri": f"sqlite:///{root}/catalog.db",
-                 "warehouse": (root / "warehouse").as_uri()}
-        catalog = load_catalog("matrix", **props)
-        catalog.create_namespace("matrix")
+    with local_catalog("icefloe-ab-matrix-") as (props, catalog):
         table = catalog.create_table("matrix.t", schema=event_rows(1).schema,
                                      properties={"format-version": "2"})
         table.add_files([p.as_uri() for p in files])
@@ -122,8 +109,6 @@ def measure(cell: str, before: Path, rounds: int, bare: bool = False,
         finally:
             for proc in procs.values():
                 proc.close()
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def report(cell: str, out: dict[str, list[tuple[float, int, float]]]) -> list[str]:

@@ -247,6 +247,25 @@ class Links:
 
 
 @contextmanager
+def local_catalog(prefix: str) -> Iterator[tuple[dict[str, str], Any]]:
+    """A SQLite catalog in a temp dir (removed after) with the namespace ``matrix``, as the
+    local-disk cells' (``Links.catalog_properties``): its properties (a contender's spec
+    carries them) and the catalog, loaded under the name the contenders use."""
+    from pyiceberg.catalog import load_catalog
+
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        (root / "warehouse").mkdir()
+        props = {"type": "sql", "uri": f"sqlite:///{root}/catalog.db",
+                 "warehouse": (root / "warehouse").as_uri()}
+        catalog = load_catalog("matrix", **props)
+        catalog.create_namespace("matrix")
+        yield props, catalog
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@contextmanager
 def links() -> Iterator[Links]:
     """A temp dir (local catalog, SeaweedFS) and the latency proxies; all stopped."""
     from benchmarks.bench_objectstore import latency_proxy
@@ -271,12 +290,15 @@ def links() -> Iterator[Links]:
 
 class Contender:
     """One contender's fresh process for one cell: ``python -m benchmarks.bench_matrix
-    --child SPEC``; each :meth:`read` times one read in it."""
+    --child SPEC`` (or ``argv``, run in ``cwd``: another command starting :func:`_child`,
+    :mod:`benchmarks.ab_matrix`'s other tree); each :meth:`read` times one read in it."""
 
-    def __init__(self, spec: dict[str, Any]) -> None:
+    def __init__(self, spec: dict[str, Any], argv: list[str] | None = None,
+                 cwd: Path | None = None) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "benchmarks.bench_matrix", "--child", json.dumps(spec)],
-            cwd=ROOT.parent, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            argv or [sys.executable, "-m", "benchmarks.bench_matrix", "--child",
+                     json.dumps(spec)],
+            cwd=cwd or ROOT.parent, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def _line(self) -> dict[str, Any]:
         assert self.proc.stdout is not None

@@ -23,13 +23,10 @@ every page of every column chunk).
 from __future__ import annotations
 
 import argparse
-import shutil
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
-from benchmarks.bench_matrix import MB, Contender, cached_files
+from benchmarks.bench_matrix import MB, Contender, cached_files, local_catalog
 from benchmarks.common import event_rows, median
 
 KINDS = {"icefloe (defaults)": {"kind": "icefloe", "options": {}, "threads": 2},
@@ -43,15 +40,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
-    from pyiceberg.catalog import load_catalog
-
-    root = Path(tempfile.mkdtemp(prefix="icefloe-profile-decode-"))
-    props = {"type": "sql", "uri": f"sqlite:///{root}/catalog.db",
-             "warehouse": (root / "warehouse").as_uri()}
-    (root / "warehouse").mkdir()
-    try:
-        catalog = load_catalog("matrix", **props)  # the name the contenders use
-        catalog.create_namespace("matrix")
+    with local_catalog("icefloe-profile-decode-") as (props, catalog):
         for cell in args.cells.split(","):
             size_mb, groups = (int(x) for x in cell.split(":"))
             files = cached_files(size_mb * MB, groups)
@@ -88,8 +77,6 @@ def main() -> None:
                       f"{median(cpus[name]):.3f} s ({median(cpus[name]) / floor:.2f}x decode)"
                       f"  CPU runs {', '.join(f'{c:.2f}' for c in sorted(cpus[name]))}",
                       flush=True)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def _load() -> str:

@@ -25,7 +25,7 @@ from icefloe.local.assigner import RunAssigner
 from icefloe.local.merger import Merger
 from icefloe.local.queues import DONE, Failure, ItemQueue, put
 from icefloe.reader.context import ReadContext
-from icefloe.reader.split_reader import MIN_RUN, SplitReader
+from icefloe.reader.split_reader import MIN_RUN, SplitReader, run_decode_threads
 from icefloe.retry import RetryListener, RetryPolicy, is_transient
 from icefloe.splits.split import FileSplit
 
@@ -153,9 +153,7 @@ def _read_run(reader: SplitReader, run: list[FileSplit], retry: RetryPolicy,
     empty = pa.RecordBatch.from_pylist([], schema=reader.context.arrow_schema)
     progress = [_Progress(split) for split in run]
     batchable = [reader.batch_runs and reader.can_batch(split) for split in run]
-    # a split of a run of several (small: a claim's records are capped) decodes on this
-    # thread, as a scanned run's do: the other reader threads keep the cores busy
-    threads = None if len(run) < 2 else False
+    threads = run_decode_threads(len(run))  # a claim's runs are capped in records: small
     i = 0
     scanning = True
     while i < len(run):

@@ -37,6 +37,14 @@ MIN_RUN = 4
 """Fewer consecutive small whole files than this are read split by split (a run's set-up)."""
 
 
+def run_decode_threads(run_length: int) -> bool | None:
+    """``use_threads`` (:meth:`SplitReader.read_progress`) for the splits of a run of
+    ``run_length`` read one by one: False for a run of several, whose small files decode
+    on the calling thread as a run read together does (the other readers keep the cores
+    busy); None for a split alone (by its size)."""
+    return None if run_length < 2 else False
+
+
 class SplitReader:
     """Reads splits of one plan. One instance per worker thread (it caches delete files,
     plans and casts).
@@ -164,7 +172,7 @@ class SplitReader:
                 log.debug("run of %d splits stopped in split %s (record %d); reading on "
                           "split by split: %s: %s", len(run), run[last].split_id,
                           consumed[last], type(exc).__name__, exc)
-        threads = None if len(run) < 2 else False  # one of several: the caller's thread
+        threads = run_decode_threads(len(run))
         for split, offset in zip(run[last:], consumed[last:], strict=True):
             yield from self.read(split.with_position(offset) if offset else split, threads)
 
