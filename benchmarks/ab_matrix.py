@@ -2,7 +2,7 @@
 from two source trees and PyArrow's dataset reader, interleaved in one run.
 
     uv run python -m benchmarks.ab_matrix --before /path/to/other/tree --cells 1:1,1:4 \\
-        [--rounds 16] [--bare] [--no-arrow-schema]
+        [--rounds 16] [--bare] [--arrow-schema]
 
 Each cell (``SIZE_MB:ROW_GROUPS``, :func:`benchmarks.bench_matrix.cached_files`) is one
 local-disk table (a SQLite catalog over the cached files, as the matrix's); its three
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -53,38 +52,14 @@ def _contender(spec: dict[str, Any], tree: Path | None) -> Contender:
                      cwd=tree)  # the other tree's directory: first on its sys.path
 
 
-def without_arrow_schema(files: list[Path]) -> list[Path]:
-    """Copies of ``files`` (cached beside them, in ``<dir>-no-arrow-schema``) written
-    without the stored Arrow schema (``ARROW:schema``), as Java Iceberg, Spark and Flink
-    write Parquet: the same row groups, columns and values."""
-    import pyarrow.parquet as pq
-
-    root = files[0].parent.with_name(files[0].parent.name + "-no-arrow-schema")
-    out = [root / f.name for f in files]
-    if (root / ".complete").exists():
-        return out
-    shutil.rmtree(root, ignore_errors=True)
-    root.mkdir(parents=True)
-    for src, dst in zip(files, out, strict=True):
-        pf = pq.ParquetFile(src)
-        with pq.ParquetWriter(dst, pf.schema_arrow, store_schema=False) as writer:
-            for i in range(pf.num_row_groups):  # one row group per write, as the source's
-                group = pf.read_row_group(i)
-                writer.write_table(group, row_group_size=max(1, group.num_rows))
-    (root / ".complete").write_text("written by benchmarks.ab_matrix\n")
-    return out
-
-
 def measure(cell: str, before: Path, rounds: int, bare: bool = False,
-            no_arrow_schema: bool = False) -> dict[str, list[tuple[float, int, float]]]:
+            arrow_schema: bool = False) -> dict[str, list[tuple[float, int, float]]]:
     """``rounds`` reads of each side of ``cell`` (``SIZE_MB:ROW_GROUPS``), round-robin;
-    with ``bare``, :data:`benchmarks.bench_matrix.BARE` too; with ``no_arrow_schema``, of
-    the cell's files rewritten without their stored Arrow schema
-    (:func:`without_arrow_schema`)."""
+    with ``bare``, :data:`benchmarks.bench_matrix.BARE` too; with ``arrow_schema``, of the
+    cell's files as PyArrow writes them by default, their Arrow schema stored
+    (:func:`benchmarks.bench_matrix.cached_files`)."""
     size, groups = (int(x) for x in cell.split(":"))
-    files = cached_files(size * MB, groups)
-    if no_arrow_schema:
-        files = without_arrow_schema(files)
+    files = cached_files(size * MB, groups, arrow_schema)
     with local_catalog("icefloe-ab-matrix-") as (props, catalog):
         table = catalog.create_table("matrix.t", schema=event_rows(1).schema,
                                      properties={"format-version": "2"})
@@ -130,9 +105,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cells", default="1:1,1:4,1:16",
                         help="comma-separated SIZE_MB:ROW_GROUPS (local disk)")
     parser.add_argument("--rounds", type=int, default=16)
-    parser.add_argument("--no-arrow-schema", action="store_true",
-                        help="read copies of the cells' files written without their stored "
-                        "Arrow schema, as Java Iceberg, Spark and Flink write Parquet")
+    parser.add_argument("--arrow-schema", action="store_true",
+                        help="read the cells' files as PyArrow writes them by default (their "
+                        "Arrow schema stored, strings as `string`), not as Java Iceberg, "
+                        "Spark and Flink do (the matrix's files since session 21)")
     parser.add_argument("--bare", action="store_true",
                         help=f"also {BARE!r}: Arrow's Parquet reader file by file on two "
                         "threads, nothing else (bench_matrix.bare_read)")
@@ -141,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--before {args.before}: no icefloe/ there; give a source tree of "
                      f"icefloe, e.g. `git worktree add /tmp/before HEAD~1` in {ROOT.parent}")
     for cell in args.cells.split(","):
-        out = measure(cell, args.before, args.rounds, args.bare, args.no_arrow_schema)
+        out = measure(cell, args.before, args.rounds, args.bare, args.arrow_schema)
         print("\n".join(report(cell, out)), flush=True)
 
 

@@ -121,7 +121,11 @@ TUNED_REPS = 7
 target undecided (session 19's run, ``--reps 5``, took none: it was 5 then)."""
 BIGGEST_ROW_GROUPS = (1, 16)
 """Row groups per file of the 1 GB cells at full scale (a cell there takes 2-3 minutes)."""
-CACHE = "matrix-v1"
+CACHE = "matrix-v2"
+"""The cells' files since session 21: written without a stored Arrow schema, as Java
+Iceberg, Spark, Flink and Trino write Parquet (``ARROW_CACHE``: PyArrow's default, the
+matrix's files through session 20)."""
+ARROW_CACHE = "matrix-v1"
 FIGURE = ROOT / "matrix.png"
 
 
@@ -134,10 +138,16 @@ def cell_files(size: int, row_groups: int) -> tuple[int, int]:
     return max(1, CELL_BYTES // size), rows
 
 
-def cached_files(size: int, row_groups: int) -> list[Path]:
-    """The cell's Parquet files, generated once under ``benchmarks/data/matrix-v1``."""
+def cached_files(size: int, row_groups: int, arrow_schema: bool = False) -> list[Path]:
+    """The cell's Parquet files, generated once under ``benchmarks/data/matrix-v2``:
+    without the stored Arrow schema (``ARROW:schema``), as Java Iceberg, Spark, Flink and
+    Trino write them, so string columns decode as whatever type the reader asks for
+    (icefloe: the output's ``large_string``; PyArrow's dataset reader: ``string``). With
+    ``arrow_schema``, PyArrow's default files (``matrix-v1``): the same row groups and
+    values, their stored schema recording ``string``, which icefloe then casts."""
     files, rows = cell_files(size, row_groups)
-    root = DATA_DIR / CACHE / f"{size // MB}mb-{row_groups}rg"
+    root = DATA_DIR / (ARROW_CACHE if arrow_schema else CACHE) / \
+        f"{size // MB}mb-{row_groups}rg"
     paths = [root / f"part-{i:05d}.parquet" for i in range(files)]
     if (root / ".complete").exists():
         return paths
@@ -149,13 +159,13 @@ def cached_files(size: int, row_groups: int) -> list[Path]:
     per_group = -(-rows // row_groups)
     for i, path in enumerate(paths):
         schema = event_rows(1).schema
-        with pq.ParquetWriter(path, schema) as writer:  # one row group per write
-            for first in range(0, rows, per_group):
+        with pq.ParquetWriter(path, schema, store_schema=arrow_schema) as writer:
+            for first in range(0, rows, per_group):  # one row group per write
                 n = min(per_group, rows - first)
                 writer.write_table(event_rows(n, start=i * rows + first), row_group_size=n)
     (root / ".complete").write_text(f"built in {time.perf_counter() - started:.1f} s\n")
-    print(f"[bench] matrix: built {root.name} ({files} x {rows:,} rows) in "
-          f"{time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+    print(f"[bench] matrix: built {root.parent.name}/{root.name} ({files} x {rows:,} rows) "
+          f"in {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     return paths
 
 

@@ -1,5 +1,5 @@
-"""``benchmarks.ab_matrix``'s report and its refusal of a wrong tree (no measuring: it
-runs with ``python -m benchmarks.ab_matrix``)."""
+"""``benchmarks.ab_matrix``'s report and its refusal of a wrong tree, and the files of the
+matrix's cells (no measuring: it runs with ``python -m benchmarks.ab_matrix``)."""
 
 from __future__ import annotations
 
@@ -47,22 +47,32 @@ def test_the_bare_reader_reads_every_row_of_every_file_once(tmp_path: Path) -> N
     assert bare_read(paths[:1], threads=3) == 700
 
 
-def test_copies_without_the_arrow_schema_keep_row_groups_and_values(tmp_path: Path) -> None:
+def test_the_matrix_files_store_no_arrow_schema_unless_asked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The matrix's files (session 21 on) are written as Java Iceberg writes Parquet, with
+    no stored Arrow schema; ``arrow_schema=True`` gives PyArrow's default files: the same
+    row groups and values, the schema stored (strings recorded as ``string``)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from benchmarks.ab_matrix import without_arrow_schema
+    from benchmarks import bench_matrix
 
-    (tmp_path / "cell").mkdir()
-    src = tmp_path / "cell" / "part-0.parquet"
-    rows = pa.table({"id": list(range(1000)), "s": [f"v{i}" for i in range(1000)]})
-    pq.write_table(rows, src, row_group_size=300)
-    assert b"ARROW:schema" in pq.read_metadata(src).metadata
-    (copy,) = without_arrow_schema([src])
-    assert copy.parent.name == "cell-no-arrow-schema"
-    meta = pq.read_metadata(copy)
-    assert b"ARROW:schema" not in (meta.metadata or {})
-    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == \
-        [300, 300, 300, 100]
-    assert pq.read_table(copy).equals(rows)
-    assert without_arrow_schema([src]) == [copy]  # cached
+    monkeypatch.setattr(bench_matrix, "DATA_DIR", tmp_path)
+    monkeypatch.setattr(bench_matrix, "cell_files", lambda size, groups: (2, 1000))
+    plain = bench_matrix.cached_files(bench_matrix.MB, 4)
+    stored = bench_matrix.cached_files(bench_matrix.MB, 4, arrow_schema=True)
+    assert [p.parent.parent.name for p in plain + stored] == ["matrix-v2"] * 2 + ["matrix-v1"] * 2
+    for a, b in zip(plain, stored, strict=True):
+        meta_a, meta_b = pq.read_metadata(a), pq.read_metadata(b)
+        assert b"ARROW:schema" not in (meta_a.metadata or {})
+        assert b"ARROW:schema" in meta_b.metadata
+        assert [meta_a.row_group(i).num_rows for i in range(meta_a.num_row_groups)] == \
+            [meta_b.row_group(i).num_rows for i in range(meta_b.num_row_groups)] == [250] * 4
+        ta, tb = pq.read_table(a), pq.read_table(b)
+        assert ta.num_rows == 1000
+        assert ta.cast(tb.schema).equals(tb)
+        strings = [f.name for f in tb.schema if f.type == pa.string()]
+        assert strings  # the stored schema says string; ask for large and get it unstored
+        asked = pq.ParquetFile(a, binary_type=pa.large_binary()).read()
+        assert all(asked.schema.field(n).type == pa.large_string() for n in strings)
+    assert bench_matrix.cached_files(bench_matrix.MB, 4) == plain  # cached, not rebuilt
