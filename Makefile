@@ -23,11 +23,12 @@ demo: setup
 # session 18 measured 22 min against 27-34 min in one process; session 19 20.3 min,
 # session 20 20.9 min here: 19:31 parallel + 75 s serial); the tests of the shared
 # SparkSession and of the local Ray each stay in one worker (tests/conftest.py,
-# ENGINE_FIXTURES); tests marked serial run alone afterwards.
+# ENGINE_FIXTURES); tests marked serial run alone afterwards. --durations: the slowest
+# tests are named in CI's log, where the 20-minute goal is kept or lost.
 TEST_TIERS := not slow and not interop and not cluster and not wheel
 test: setup
 	-bash scripts/ensure-postgres.sh
-	ICEFLOE_S3_REQUIRED=1 RAY_ENABLE_UV_RUN_RUNTIME_ENV=0 uv run pytest -n 2 --dist loadgroup -m "$(TEST_TIERS) and not serial" -q -p no:cacheprovider
+	ICEFLOE_S3_REQUIRED=1 RAY_ENABLE_UV_RUN_RUNTIME_ENV=0 uv run pytest -n 2 --dist loadgroup -m "$(TEST_TIERS) and not serial" -q -p no:cacheprovider --durations=25
 	ICEFLOE_S3_REQUIRED=1 RAY_ENABLE_UV_RUN_RUNTIME_ENV=0 uv run pytest -m "$(TEST_TIERS) and serial" -q -p no:cacheprovider
 
 # The wheel (issue 31): `uv build --wheel` with the C manifest decoder, auditwheel's
