@@ -9,7 +9,8 @@ local-disk table (a SQLite catalog over the cached files, as the matrix's); its 
 contenders are the matrix's own child processes (:class:`benchmarks.bench_matrix.Contender`,
 fresh per cell, started before the reads, each read timed in the child), the "before"
 child run from the other tree (:data:`CHILD`: that tree's ``icefloe`` and matrix child,
-checked). With ``--bare``, a fourth: the least a reader built as icefloe's reader threads
+checked, with this tree's compiled manifest decoder: :func:`same_native`). With ``--bare``,
+a fourth: the least a reader built as icefloe's reader threads
 are can do (:func:`benchmarks.bench_matrix.bare_read`). The reads are round-robin with the
 first rotated each round, as the matrix's; the first round (every process's first read:
 its thread pools) is left out. Per contender: the median wall and CPU seconds, and
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -36,20 +38,49 @@ import json, pathlib, sys
 import icefloe
 here = pathlib.Path(icefloe.__file__).resolve().parent.parent
 assert str(here) == sys.argv[1], f"icefloe imported from {here}, not {sys.argv[1]}"
+from icefloe.enumerator.columnar import native_decoder
+assert (native_decoder() is not None) == (sys.argv[3] == "1"), "not the same manifest decoder"
 from benchmarks.bench_matrix import _child
 _child(json.loads(sys.argv[2]))
 """
 """The "before" child: the matrix's, with the other tree first on ``sys.path`` (``-c``
-puts the working directory there) and the ``icefloe`` it imports checked to be that
-tree's."""
+puts the working directory there), the ``icefloe`` it imports checked to be that tree's
+and its manifest decoder (compiled or not) to be the kind this tree's uses."""
+NATIVE = Path("icefloe/enumerator/_native_manifest")
+"""The compiled manifest decoder's package: its module is built at install (``make
+setup``) into this tree, not into a ``git worktree`` of another commit, whose planning
+would then take the pure-Python decoder (session 21: an A/A run of the same code read
+5-9 % slower on the other tree's side, on 1 MB x 1 and 32 MB x 4)."""
+
+
+def same_native(tree: Path) -> str | None:
+    """Give ``tree`` this tree's compiled manifest decoder where it has none and its C
+    source is this tree's (the module is copied there; git ignores it); None when both
+    decode alike, else why not (the C source differs: build it in ``tree``)."""
+    built = sorted((ROOT.parent / NATIVE).glob("_core.*.so"))
+    if not built or sorted((tree / NATIVE).glob("_core.*.so")):
+        return None
+    source = (ROOT.parent / NATIVE / "_core.c").read_bytes()
+    other = tree / NATIVE / "_core.c"
+    if not other.exists() or other.read_bytes() != source:
+        return (f"{tree / NATIVE} has no compiled manifest decoder and its _core.c is not "
+                f"this tree's: build it there (`cd {tree} && ICEFLOE_NATIVE_BUILD=1 uv sync "
+                "--all-extras`) or compare trees whose decoders match")
+    shutil.copy2(built[0], tree / NATIVE / built[0].name)
+    print(f"(copied this tree's compiled manifest decoder to {tree / NATIVE})",
+          file=sys.stderr)
+    return None
 
 
 def _contender(spec: dict[str, Any], tree: Path | None) -> Contender:
     """A matrix child for ``spec``, run from ``tree`` (None: this one)."""
     if tree is None:
         return Contender(spec)
-    return Contender(spec, [sys.executable, "-c", CHILD, str(tree.resolve()), json.dumps(spec)],
-                     cwd=tree)  # the other tree's directory: first on its sys.path
+    from icefloe.enumerator.columnar import native_decoder
+
+    native = "1" if native_decoder() is not None else "0"
+    return Contender(spec, [sys.executable, "-c", CHILD, str(tree.resolve()), json.dumps(spec),
+                            native], cwd=tree)  # the other tree's directory: first on sys.path
 
 
 def measure(cell: str, before: Path, rounds: int, bare: bool = False,
@@ -116,6 +147,9 @@ def main(argv: list[str] | None = None) -> None:
     if not (args.before / "icefloe" / "__init__.py").exists():
         parser.error(f"--before {args.before}: no icefloe/ there; give a source tree of "
                      f"icefloe, e.g. `git worktree add /tmp/before HEAD~1` in {ROOT.parent}")
+    why = same_native(args.before)
+    if why:
+        parser.error(f"--before {args.before}: {why}")
     for cell in args.cells.split(","):
         out = measure(cell, args.before, args.rounds, args.bare, args.arrow_schema)
         print("\n".join(report(cell, out)), flush=True)
