@@ -971,8 +971,7 @@ def cell_verdict(key: str, cell: dict[str, Any]) -> str:
     tuned setting is the same read as the defaults (``same_read``: :func:`same_read`), whose
     ratio is only the noise of identical reads."""
     r = ratios(cell)
-    missed = [n for n, t in TARGETS.items() if r[n] < t
-              and not (n == "icefloe (tuned)" and cell.get("same_read"))]
+    missed = [n for n, t in TARGETS.items() if r[n] < t and not _same(cell, n)]
     if not missed:
         return verdict(True)
     why = {n: ceiling(key, cell, n) for n in missed}
@@ -1025,11 +1024,30 @@ def _floor_text(cell: dict[str, Any]) -> str:
             f"{servers[FETCH]:.2f}")
 
 
+def _same(cell: dict[str, Any] | None, peer: str) -> bool:
+    """The tuned setting of ``cell`` is the defaults' read (``same_read``): its target
+    met whatever the ratio (:func:`cell_verdict`)."""
+    return peer == "icefloe (tuned)" and bool(cell and cell.get("same_read"))
+
+
+def shade(cell: dict[str, Any] | None, key: str, peer: str) -> int:
+    """The figure's colour of ``peer``'s target in ``cell`` (None: not run), as
+    :func:`cell_verdict` judges it: 0 missed, 1 not run, 2 missed with its ceiling shown,
+    3 met."""
+    if cell is None:
+        return 1
+    if ratios(cell)[peer] >= TARGETS[peer] or _same(cell, peer):
+        return 3
+    return 2 if ceiling(key, cell, peer) is not None else 0
+
+
 def draw(recorded: dict[str, dict[str, Any]], path: Path) -> None:
     """Heat maps (matplotlib, PNG written atomically): one row per target (the ratio of
     the defaults against it), one column per link; cells are file size x row groups,
-    labelled with the ratio, green where the target is met, amber where missed with its
-    ceiling shown (:data:`CEILINGS`), red where missed, grey where not measured."""
+    labelled with the ratio, green where the target is met (a tuned setting that is the
+    defaults' read, ``same_read``, meets its target whatever its ratio, as in
+    :func:`cell_verdict`), amber where missed with its ceiling shown (:data:`CEILINGS`),
+    red where missed, grey where not measured."""
     from matplotlib.colors import ListedColormap
     from matplotlib.figure import Figure
 
@@ -1044,7 +1062,7 @@ def draw(recorded: dict[str, dict[str, Any]], path: Path) -> None:
     axes = fig.subplots(len(TARGETS), len(LINKS), squeeze=False)
     # missed, not run, ceiling shown by a profile, met
     cmap = ListedColormap(["#f4a6a6", "#dddddd", "#f6d58e", "#b7e4b0"])
-    for row, (peer, target) in enumerate(TARGETS.items()):
+    for row, peer in enumerate(TARGETS):
         for col, link in enumerate(LINKS):
             ax = axes[row][col]
             grid: list[list[float]] = []
@@ -1054,19 +1072,15 @@ def draw(recorded: dict[str, dict[str, Any]], path: Path) -> None:
                     cell = recorded.get(_key(s, g, link))
                     line.append(float("nan") if cell is None else ratios(cell)[peer])
                 grid.append(line)
-            def cell_ceiling(s: int, g: int, link: str, peer: str) -> bool:
-                cell = recorded.get(_key(s, g, link))
-                return cell is not None and ceiling(_key(s, g, link), cell, peer) is not None
-
-            ax.imshow([[1 if v != v else 3 if v >= target
-                        else 2 if cell_ceiling(s, g, link, peer) else 0
-                        for s, v in zip(sizes, line, strict=True)]
-                       for g, line in zip(groups, grid, strict=True)],
+            ax.imshow([[shade(recorded.get(_key(s, g, link)), _key(s, g, link), peer)
+                        for s in sizes] for g in groups],
                       cmap=cmap, vmin=0, vmax=3, aspect="auto")
             for r, line in enumerate(grid):
                 for c, v in enumerate(line):
-                    ax.text(c, r, "-" if v != v else f"{v:.2f}x", ha="center", va="center",
-                            fontsize=9)
+                    cell = recorded.get(_key(sizes[c], groups[r], link))
+                    text = "-" if v != v else f"{v:.2f}x" + \
+                        ("\nsame read" if _same(cell, peer) else "")
+                    ax.text(c, r, text, ha="center", va="center", fontsize=9)
             ax.set_xticks(range(len(sizes)), [f"{s // MB} MB" for s in sizes])
             ax.set_yticks(range(len(groups)), [str(g) for g in groups])
             if row == 0:

@@ -31,9 +31,9 @@ parallel). A run of small files (:mod:`icefloe.reader.groups`) decodes every fil
 calling thread, whatever its size (up to the runs' 8 MiB): the other reader threads keep
 the cores busy with the run's neighbours; so does a run of several splits too short to be
 read together, split by split (:meth:`icefloe.reader.split_reader.SplitReader.read_progress`'s
-``use_threads``: the local engine's runs of 3 of the matrix's 1 MB files, read 0.73x as
-fast as PyArrow's dataset reader with their decode threaded, 0.82-0.85x without, in the
-same rounds; benchmarks/RESULTS.md, "Session 20")."""
+``use_threads``: the local engine's runs of 3 of the matrix's 1 MB files; a profile showed
+their reader threads waiting on Arrow's pool; the effect on their read time is within the
+spread of a same-round A/B, benchmarks/RESULTS.md, "Session 21")."""
 
 
 class Range(NamedTuple):

@@ -333,3 +333,21 @@ def test_planning_timed_alone_shows_pyarrows_target_out_of_reach() -> None:
     cell["planning"] = {"seconds": [0.02] * 3}  # 0.30 / 0.33: still short of 1.0x
     assert planning_ceiling(cell, "pyarrow dataset") is None
     assert "**missed** (pyarrow)" in report("quick", {"1:1:local-disk": cell}, None)
+
+
+def test_the_figure_shades_a_tuned_setting_that_is_the_defaults_read_as_met() -> None:
+    """The figure's colours follow the verdicts: a tuned target missed by the ratio of two
+    identical reads (``same_read``) is met in the table and green in the figure (session
+    21's figure had two such cells red while the table called them met)."""
+    from benchmarks.bench_matrix import shade
+
+    cell = _cell(256 * MB, 16, "s3 30 ms", 1.0, 1.2, 1.6, 0.71)
+    key = "256:16:s3-30-ms"
+    assert shade(cell, key, "icefloe (tuned)") == 0  # missed: red
+    assert "**missed** (tuned)" in bench_matrix.cell_verdict(key, cell)
+    cell["same_read"] = True
+    assert shade(cell, key, "icefloe (tuned)") == 3  # met: green
+    assert bench_matrix.cell_verdict(key, cell) == "**met**"
+    assert shade(cell, key, "pyarrow dataset") == 3 and shade(None, key, "pyiceberg") == 1
+    cell["seconds"]["pyarrow dataset"] = [0.9] * 3
+    assert shade(cell, key, "pyarrow dataset") == 0
