@@ -60,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
         from icefloe.options import SourceOptions
 
         SourceOptions.parse(options).for_mode("bounded")
+        if args.remote is None:  # this process is the driver: the table's columns, filter
+            source(args).bounded_plan()  # and snapshot checked before Spark or Ray starts
     started = time.monotonic()
     single = is_file_target(args.to, args.engine)
     with staged(args.to, args.mode, single) as stage:

@@ -19,12 +19,19 @@ def test_spark_read_error_is_one_line_and_quiet(tmp_path: Path,
     home = tmp_path / "wh"
     warehouse(home, monkeypatch)
     out = tmp_path / "out"
-    bad = run_process(["read", "db.events", "--engine", "spark", "--to", str(out),
-                       "-o", "columns=id,nope"], ROOT, {"ICEFLOE_HOME": str(home)}, timeout=600)
-    assert bad.code == EXIT_USAGE, bad.err
-    bad.err = _without_jvm_notice(bad.err)
-    assert_one_line(bad, "InvalidOptionError", "'columns'", "nope")
-    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["wh"]
+    # a column not in the table fails before Spark starts: no Java here (JAVA_HOME points
+    # nowhere), so a JVM started first would fail otherwise; and with Ray, an address where
+    # no Ray runs
+    for engine, env in (("spark", {"JAVA_HOME": str(tmp_path / "no-java")}),
+                        ("ray", {"RAY_ADDRESS": "127.0.0.1:9"})):
+        extra = ["--address", "127.0.0.1:9"] if engine == "ray" else []
+        bad = run_process(["read", "db.events", "--engine", engine, "--to", str(out), *extra,
+                           "-o", "columns=id,nope"], ROOT,
+                          {"ICEFLOE_HOME": str(home), **env}, timeout=600)
+        assert bad.code == EXIT_USAGE, bad.err
+        bad.err = _without_jvm_notice(bad.err)
+        assert_one_line(bad, "InvalidOptionError", "'columns'", "nope")
+        assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["wh"]
     good = run_process(["read", "db.events", "--engine", "spark", "--to", str(out)], ROOT,
                        {"ICEFLOE_HOME": str(home)}, timeout=600)
     assert good.code == 0, good.err
