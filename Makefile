@@ -21,8 +21,8 @@ demo: setup
 # (SeaweedFS) is required: a SeaweedFS that cannot start fails it instead of skipping it.
 # Two workers (pytest-xdist; most tests wait on processes, servers and JVMs, not the CPU:
 # session 18 measured 22 min against 27-34 min in one process; session 19 20.3 min,
-# session 20 20.9 min here: 19:31 parallel + 75 s serial); the tests of the shared
-# SparkSession and of the local Ray each stay in one worker (tests/conftest.py,
+# session 20 20.9 min, session 21 19.5 min here: 18:19 parallel + 71 s serial); the tests
+# of the shared SparkSession and of the local Ray each stay in one worker (tests/conftest.py,
 # ENGINE_FIXTURES); tests marked serial run alone afterwards. --durations: the slowest
 # tests are named in CI's log, where the 20-minute goal is kept or lost.
 TEST_TIERS := not slow and not interop and not cluster and not wheel
