@@ -56,12 +56,12 @@ def run(args: argparse.Namespace) -> int:
             rows, total = _read_local(src, args, None)
             print(f"read {rows:,} rows from {total} splits")
             return 0
-    else:
+    elif args.remote is None:  # this process is the driver: the table, its snapshot,
+        source(args).bounded_plan()  # columns and filter checked before Spark or Ray starts
+    else:  # the Connect server resolves the table; the options are checked here
         from icefloe.options import SourceOptions
 
         SourceOptions.parse(options).for_mode("bounded")
-        if args.remote is None:  # this process is the driver: the table's columns, filter
-            source(args).bounded_plan()  # and snapshot checked before Spark or Ray starts
     started = time.monotonic()
     single = is_file_target(args.to, args.engine)
     with staged(args.to, args.mode, single) as stage:

@@ -22,10 +22,9 @@ def test_spark_read_error_is_one_line_and_quiet(tmp_path: Path,
     # a column not in the table fails before Spark starts: no Java here (JAVA_HOME points
     # nowhere), so a JVM started first would fail otherwise; and with Ray, an address where
     # no Ray runs
-    for engine, env in (("spark", {"JAVA_HOME": str(tmp_path / "no-java")}),
-                        ("ray", {"RAY_ADDRESS": "127.0.0.1:9"})):
-        extra = ["--address", "127.0.0.1:9"] if engine == "ray" else []
-        bad = run_process(["read", "db.events", "--engine", engine, "--to", str(out), *extra,
+    for engine, env in ((["spark"], {"JAVA_HOME": str(tmp_path / "no-java")}),
+                        (["ray", "--address", "127.0.0.1:9"], {})):
+        bad = run_process(["read", "db.events", "--engine", *engine, "--to", str(out),
                            "-o", "columns=id,nope"], ROOT,
                           {"ICEFLOE_HOME": str(home), **env}, timeout=600)
         assert bad.code == EXIT_USAGE, bad.err
