@@ -48,6 +48,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -110,6 +111,8 @@ CONTENDERS = ("icefloe (defaults)", "icefloe (tuned)", "pyarrow dataset", "pyice
               FETCH)
 TARGETS = {"pyarrow dataset": 1.0, "pyiceberg": 1.5, "icefloe (tuned)": 0.9}
 """Least ratio (the contender's median time / icefloe's at its defaults) of every cell."""
+INTERVAL_CONFIDENCE = 0.9
+"""The least coverage of :func:`paired_interval`'s interval of a cell's ratio."""
 TUNE_BUDGETS = {32 * MB: "30s", 256 * MB: "90s", 1_000 * MB: "150s"}
 """``icefloe tune``'s budget per cell, by the largest file size it covers: a read of a
 256 MB file takes 1-4 s on the loaded machine, of a 1 GB file 4-15 s; the tuner samples
@@ -703,6 +706,64 @@ def measure_planning(scale: str, only: set[str] | None = None, path: Path | None
     return recorded
 
 
+def pool(runs: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """The cells recorded in every one of ``runs`` (the results of independent whole runs
+    of the matrix, on the same read code: every cell of each, so no cell's figures are
+    chosen), each as one cell of all their reads, for one verdict on twice the rounds.
+
+    Round i of run r stays one round (its contenders' reads keep their order), so
+    :func:`paired` pairs within a run's rounds only. Per contender the reads, CPU and
+    stolen time are the runs' in turn; the servers' CPU per read is net of its own run's
+    background (``server_idle_cpu_s`` then 0); the tuned pair is each run's
+    (:func:`tuned_pair`: each run's own tuned setting against its defaults); ``same_read``
+    holds where it held in every run; planning's reads are the runs' in turn. ``runs``
+    (their number), ``loads`` and ``ats`` (each run's) mark a pooled cell for the report.
+    Contenders missing from a run are left out of the pooled cell."""
+    common = [k for k in runs[0] if all(k in r for r in runs[1:])]
+    out: dict[str, dict[str, Any]] = {}
+    for key in common:
+        cells_ = [r[key] for r in runs]
+        first = cells_[0]
+        for field in ("size", "row_groups", "link", "files", "rows", "bytes"):
+            if any(c[field] != first[field] for c in cells_):
+                raise ValueError(f"cell {key}: the runs' {field} differ "
+                                 f"({[c[field] for c in cells_]}): not the same table")
+        names = [n for n in first["seconds"] if all(n in c["seconds"] for c in cells_)]
+        cell: dict[str, Any] = {f: first[f] for f in (
+            "size", "row_groups", "link", "files", "rows", "bytes")}
+        cell["seconds"] = {n: [s for c in cells_ for s in c["seconds"][n]] for n in names}
+        for field in ("cpu", "steal"):
+            if all(field in c for c in cells_):
+                cell[field] = {n: [v for c in cells_ for v in c[field][n]] for n in names
+                               if all(n in c[field] for c in cells_)}
+        if all("server_cpu" in c for c in cells_):
+            cell["server_cpu"] = {n: [
+                max(0.0, cpu - float(c.get("server_idle_cpu_s") or 0.0) * t)
+                for c in cells_
+                for cpu, t in zip(c["server_cpu"][n], c["seconds"][n], strict=False)]
+                for n in names if all(c["server_cpu"].get(n) for c in cells_)}
+            cell["server_idle_cpu_s"] = 0.0
+        pairs = [tuned_pair(c) for c in cells_]
+        cell["tuned_pair"] = {"icefloe (defaults)": [s for d, _ in pairs for s in d],
+                              "icefloe (tuned)": [s for _, t in pairs for s in t]}
+        cell["same_read"] = all(c.get("same_read") for c in cells_)
+        cell["tune"] = " / ".join(
+            f"run {i + 1}: {c['tune']}"
+            + ("; the same read as the defaults" if c.get("same_read") else "")
+            for i, c in enumerate(cells_))
+        cell["tuned"] = first["tuned"]
+        if all("planning" in c for c in cells_):
+            cell["planning"] = {"seconds": [s for c in cells_ for s in c["planning"]["seconds"]],
+                                "rows": first["planning"]["rows"]}
+        cell["cores"] = first.get("cores")
+        cell["load"] = [cells_[0]["load"][0], cells_[-1]["load"][1]]
+        cell["loads"] = [c["load"] for c in cells_]
+        cell["ats"] = [c.get("at", "?") for c in cells_]
+        cell["runs"] = len(cells_)
+        out[key] = cell
+    return out
+
+
 def paired(base: list[float], peer: list[float]) -> float:
     """The median over rounds of ``peer``'s time / ``base``'s in the same round (the
     reads are round-robin, so the i-th read of every contender is in round i, seconds
@@ -714,6 +775,24 @@ def paired(base: list[float], peer: list[float]) -> float:
     return median([p / b for b, p in zip(base[:n], peer[:n], strict=True)])
 
 
+def paired_interval(base: list[float], peer: list[float],
+                    confidence: float = INTERVAL_CONFIDENCE) -> tuple[float, float]:
+    """A distribution-free interval for :func:`paired`'s median of the rounds' ratios: the
+    k-th smallest and k-th largest ratio, k the largest whose interval covers the median
+    of the ratios' distribution with at least ``confidence`` (the sign test's order
+    statistics: P(Binomial(n, 1/2) < k) <= (1 - confidence) / 2; 5 rounds: their least
+    and most, 94 %; 10 rounds: the 2nd least and most, 98 %). It assumes the rounds'
+    ratios independent, as :func:`paired` argues they nearly are (a slow spell slows
+    every contender of a round alike)."""
+    n = min(len(base), len(peer))
+    out = sorted(p / b for b, p in zip(base[:n], peer[:n], strict=True))
+    k = 1  # grows while P(Binomial(n, 1/2) <= k) is within the tail
+    while k < (n + 1) // 2 and \
+            sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n <= (1 - confidence) / 2:
+        k += 1
+    return out[k - 1], out[n - k]
+
+
 def ratios(cell: dict[str, Any]) -> dict[str, float]:
     """Each peer's time / icefloe's at its defaults, paired by round (:func:`paired`;
     above 1: the defaults faster); the tuned setting's from the tuned pair's reads where
@@ -721,6 +800,14 @@ def ratios(cell: dict[str, Any]) -> dict[str, float]:
     base = cell["seconds"]["icefloe (defaults)"]
     out = {name: paired(base, cell["seconds"][name]) for name in TARGETS}
     out["icefloe (tuned)"] = paired(*tuned_pair(cell))
+    return out
+
+
+def intervals(cell: dict[str, Any]) -> dict[str, tuple[float, float]]:
+    """:func:`paired_interval` of each of :func:`ratios`' ratios, from the same reads."""
+    base = cell["seconds"]["icefloe (defaults)"]
+    out = {name: paired_interval(base, cell["seconds"][name]) for name in TARGETS}
+    out["icefloe (tuned)"] = paired_interval(*tuned_pair(cell))
     return out
 
 
@@ -962,22 +1049,32 @@ def _short(peer: str) -> str:
     return "tuned" if peer == "icefloe (tuned)" else peer.split()[0]
 
 
+def within_noise(cell: dict[str, Any], peer: str) -> bool:
+    """Whether the cell's reads leave its missed ``peer`` target undecided: for the tuned
+    target, the tuned pair's reads (:func:`tuned_pair`) do not show the tuned setting
+    faster than the defaults by more than their spread
+    (:func:`icefloe.tuning.measure.beats`); for a peer's, the interval of the rounds'
+    ratio (:func:`paired_interval`) reaches the target."""
+    if peer == "icefloe (tuned)":
+        return not beats(*tuned_pair(cell))
+    return paired_interval(cell["seconds"]["icefloe (defaults)"],
+                           cell["seconds"][peer])[1] >= TARGETS[peer]
+
+
 def cell_verdict(key: str, cell: dict[str, Any]) -> str:
     """``**met**``; ``ceiling: ...`` when every missed target of the cell has a
     :data:`CEILINGS` entry; else ``**missed** (peers)`` (and the ceilings of the others).
-    A missed "tuned" target is marked "within noise" where the cell's own reads of the
-    tuned pair (:func:`tuned_pair`) do not show the tuned setting faster than the defaults
-    by more than their spread (:func:`icefloe.tuning.measure.beats`); it is met where the
-    tuned setting is the same read as the defaults (``same_read``: :func:`same_read`), whose
-    ratio is only the noise of identical reads."""
+    A missed target without a ceiling is marked "within noise" where the cell's reads do
+    not decide it (:func:`within_noise`); the tuned target is met where the tuned setting
+    is the same read as the defaults (``same_read``: :func:`same_read`), whose ratio is
+    only the noise of identical reads."""
     r = ratios(cell)
     missed = [n for n, t in TARGETS.items() if r[n] < t and not _same(cell, n)]
     if not missed:
         return verdict(True)
     why = {n: ceiling(key, cell, n) for n in missed}
     shown = [f"ceiling ({_short(n)}): {why[n]}" for n in missed if why[n]]
-    open_ = [_short(n) + (" within noise" if n == "icefloe (tuned)"
-                          and not beats(*tuned_pair(cell)) else "")
+    open_ = [_short(n) + (" within noise" if within_noise(cell, n) else "")
              for n in missed if not why[n]]
     if not open_:
         return "; ".join(shown)
@@ -985,17 +1082,20 @@ def cell_verdict(key: str, cell: dict[str, Any]) -> str:
 
 
 def _row(cell: dict[str, Any]) -> list[str]:
-    r = ratios(cell)
+    r, within = ratios(cell), intervals(cell)
     key = _key(cell["size"], cell["row_groups"], cell["link"])
     spread = {n: (max(s) - min(s)) / median(s) for n, s in cell["seconds"].items()}
+    loads = cell.get("loads") or [cell["load"]]
     return [f"{cell['size'] // MB:,} MB", str(cell["row_groups"]), cell["link"],
             f"{cell['files']} x {cell['rows']:,}",
             f"{fmt_s(median(cell['seconds']['icefloe (defaults)']))} "
             f"(±{spread['icefloe (defaults)'] * 50:.0f} %)",
-            *(f"{r[n]:.2f}x" for n in TARGETS),
+            *(f"{r[n]:.2f}x ({within[n][0]:.2f}-{within[n][1]:.2f})" for n in TARGETS),
             cell_verdict(key, cell),
-            cell["tune"] + ("; the same read as the defaults" if cell.get("same_read") else ""),
-            f"{cell['load'][0].split()[0]}-{cell['load'][1].split()[0]}" + _steal_text(cell),
+            cell["tune"] + ("; the same read as the defaults"
+                            if cell.get("same_read") and "runs" not in cell else ""),
+            ", ".join(f"{b.split()[0]}-{a.split()[0]}" for b, a in loads)
+            + _steal_text(cell),
             " / ".join(f"{median(cell['cpu'][n]):.2f}" for n in (
                 "icefloe (defaults)", "pyarrow dataset", "pyiceberg")) if "cpu" in cell else "-",
             _floor_text(cell)]
@@ -1101,10 +1201,17 @@ def report(scale: str, recorded: dict[str, dict[str, Any]], took: float | None) 
     rows = [_row(c) for k, c in sorted(recorded.items(), key=lambda kv: order.get(kv[0], 0))]
     met = sum(r[8].startswith("**met") for r in rows)
     ceiling = sum(r[8].startswith("ceiling") for r in rows)
-    reps = max(len(c["seconds"]["pyiceberg"]) for c in recorded.values())
+    noisy = sum(r[8].startswith("**missed**") and _only_noise(r[8]) for r in rows)
+    runs = max(int(c.get("runs") or 1) for c in recorded.values())
+    reps = max(len(c["seconds"]["pyiceberg"]) for c in recorded.values()) // runs
     return (f"{scale} scale{'' if took is None else f', {took:.0f} s'}; a cell holds "
             f"{CELL_BYTES // MB} MB of Parquet (one file where a file is larger); "
-            f"each contender in a fresh process per cell, {reps} timed reads each, "
+            + (f"**{runs} independent whole runs of the matrix pooled** (`bench_matrix "
+               "--pool`: every cell's reads of every run, their rounds kept; tune's "
+               "setting and its pair per run; load and tune per run in their columns); "
+               if runs > 1 else "")
+            + f"each contender in a fresh process per cell, {reps} timed reads each"
+            + (" per run" if runs > 1 else "") + ", "
             "interleaved, medians (± half the runs' range over the median); on the shared "
             "2-core machine (load average before-after each cell in the load column, and "
             "where recorded the share of the cores' time during its reads the hypervisor "
@@ -1115,11 +1222,16 @@ def report(scale: str, recorded: dict[str, dict[str, Any]], took: float | None) 
             "from memory + Arrow's S3 client fetching the bytes + the servers' CPU for "
             "that fetch. Ratios: the median over rounds of the peer's time / "
             "icefloe's at its defaults in the same round (`paired`; above 1: the defaults "
-            "faster); targets: >= 1.0x "
+            f"faster), in brackets its interval (`paired_interval`: >= "
+            f"{INTERVAL_CONFIDENCE:.0%} of the median's distribution, from the rounds' "
+            "ratios); targets: >= 1.0x "
             "PyArrow's dataset reader, >= 1.5x PyIceberg, >= 0.9x the setting `icefloe tune` "
-            f"found for the cell. **{met} of {len(rows)} cells meet every target"
+            f"found for the cell; a missed target is \"within noise\" where its interval "
+            "reaches it (the tuned one: where the tuned pair's spread is larger than its "
+            f"gain). **{met} of {len(rows)} cells meet every target"
             + (f"; {ceiling} more miss only targets a profile shows out of reach "
-               "(\"ceiling\")" if ceiling else "") + ".**\n\n"
+               "(\"ceiling\")" if ceiling else "")
+            + (f"; {noisy} more miss only within noise" if noisy else "") + ".**\n\n"
             "![the matrix](matrix.png)\n\n"
             + md_table(["file size", "row groups", "link", "files x rows", "icefloe defaults",
                         "vs pyarrow", "vs pyiceberg", "defaults / tuned", "verdict",
@@ -1127,6 +1239,12 @@ def report(scale: str, recorded: dict[str, dict[str, Any]], took: float | None) 
                         "S3 floor s; servers' CPU s: icefloe / pyarrow / pyiceberg; "
                         "decode + fetch + its servers' CPU s"],
                        rows))
+
+
+def _only_noise(text: str) -> bool:
+    """Whether a "missed" verdict's open targets are all "within noise"."""
+    open_ = text.split(" (", 1)[1].split(")", 1)[0].split(", ")
+    return all(t.endswith(" within noise") for t in open_)
 
 
 def run(scale: str, only: set[str] | None = None, path: Path | None = None,
@@ -1159,14 +1277,25 @@ if __name__ == "__main__":
                         "--cells) and record it with the cell's reads, then report")
     parser.add_argument("--reps", type=int, default=5,
                         help="timed reads of every contender per cell (default 5)")
+    parser.add_argument("--pool", type=Path, nargs="+", default=None, metavar="RESULTS",
+                        help="report the cells of these results files (whole runs on the "
+                        "same read code) pooled into one verdict per cell, and redraw")
+    parser.add_argument("--figure", type=Path, default=FIGURE,
+                        help=f"where the figure is drawn (default {FIGURE})")
     args = parser.parse_args()
     scale = args.scale.removeprefix("--")
-    if args.report or args.planning:
+    if args.pool:
+        if len(args.pool) < 2:
+            parser.error("--pool needs two or more results files")
+        data = pool([json.loads(p.read_text()) for p in args.pool])
+        draw(data, args.figure)
+        print(report(scale, data, None))
+    elif args.report or args.planning:
         data = measure_planning(
             scale, None if args.cells is None else set(args.cells.split(",")),
             args.results, args.reps) if args.planning \
             else json.loads((args.results or results_path(scale)).read_text())
-        draw(data, FIGURE)
+        draw(data, args.figure)
         print(report(scale, data, None))
     else:
         print(run(scale, None if args.cells is None else set(args.cells.split(",")),

@@ -329,7 +329,7 @@ def test_planning_timed_alone_shows_pyarrows_target_out_of_reach() -> None:
     assert why is not None and "planning (0.060 s" in why and "without it 1.03x" in why
     row = next(ln for ln in report("quick", {"1:1:local-disk": cell}, None).splitlines()
                if ln.startswith("| 1 MB"))
-    assert "| 0.86x |" in row and "| ceiling (pyarrow): planning (0.060 s" in row
+    assert "| 0.86x (0.86-0.86) |" in row and "| ceiling (pyarrow): planning (0.060 s" in row
     cell["planning"] = {"seconds": [0.02] * 3}  # 0.30 / 0.33: still short of 1.0x
     assert planning_ceiling(cell, "pyarrow dataset") is None
     assert "**missed** (pyarrow)" in report("quick", {"1:1:local-disk": cell}, None)
@@ -351,3 +351,115 @@ def test_the_figure_shades_a_tuned_setting_that_is_the_defaults_read_as_met() ->
     assert shade(cell, key, "pyarrow dataset") == 3 and shade(None, key, "pyiceberg") == 1
     cell["seconds"]["pyarrow dataset"] = [0.9] * 3
     assert shade(cell, key, "pyarrow dataset") == 0
+
+
+def test_the_interval_of_a_cells_ratio_is_the_sign_tests_order_statistics() -> None:
+    """The interval of the rounds' ratios: their least and most for 5 rounds (94 %), the
+    2nd least and most for 10 (98 %; the 3rd would cover only 89 %), the 6th for 20."""
+    from benchmarks.bench_matrix import paired_interval
+
+    base = [2.0] * 20
+    peer = [2.0 * r for r in (0.5, 1.4, 0.8, 1.1, 0.9, 1.0, 1.2, 0.6, 1.3, 0.7,
+                              0.55, 1.45, 0.85, 1.15, 0.95, 1.05, 1.25, 0.65, 1.35, 0.75)]
+    assert paired_interval(base[:5], peer[:5]) == pytest.approx((0.5, 1.4))
+    assert paired_interval(base[:10], peer[:10]) == pytest.approx((0.6, 1.3))
+    assert paired_interval(base, peer) == pytest.approx((0.75, 1.2))
+    assert paired_interval(base[:10], peer[:10], confidence=0.8) == pytest.approx((0.7, 1.2))
+    assert paired_interval([1.0], [0.9]) == pytest.approx((0.9, 0.9))
+
+
+def test_a_missed_target_is_within_noise_where_its_interval_reaches_it() -> None:
+    """PyArrow's 1.0x missed by the median of the rounds' ratios is "within noise" where
+    a round's ratio at the interval's edge reaches 1.0x, a plain miss where none does; the
+    count of cells that miss only within noise is in the report's summary."""
+    cell = _cell(MB, 1, "local disk", 1.0, 0.9, 1.6, 1.0)
+    cell["seconds"]["pyarrow dataset"] = [0.8, 0.9, 1.05]  # 3 rounds: least and most
+    assert ratios(cell)["pyarrow dataset"] == pytest.approx(0.9)
+    text = report("quick", {"1:1:local-disk": cell}, None)
+    assert "| 0.90x (0.80-1.05) |" in text
+    assert "**missed** (pyarrow within noise) |" in text
+    assert "**0 of 1 cells meet every target; 1 more miss only within noise.**" in text
+    cell["seconds"]["pyarrow dataset"] = [0.8, 0.9, 0.95]
+    assert "**missed** (pyarrow) |" in report("quick", {"1:1:local-disk": cell}, None)
+
+
+def _run_cell(defaults: list[float], pyarrow: list[float], idle: float, server: list[float],
+              same: bool, load: str) -> dict[str, Any]:
+    cell = _cell(32 * MB, 4, "s3 10 ms", 1.0, 1.0, 1.6, 1.0)
+    n = len(defaults)
+    cell["seconds"] = {"icefloe (defaults)": defaults, "icefloe (tuned)": [1.0] * n,
+                       "pyarrow dataset": pyarrow, "pyiceberg": [1.6] * n}
+    cell["cpu"] = {name: [0.5] * n for name in cell["seconds"]}
+    cell["server_cpu"] = {name: list(server) for name in cell["seconds"]}
+    cell["server_idle_cpu_s"] = idle
+    cell["same_read"] = same
+    cell["load"] = [load, load]
+    cell["planning"] = {"seconds": [0.1] * n, "rows": 1}
+    return cell
+
+
+def test_two_whole_runs_pooled_into_one_verdict_per_cell() -> None:
+    """``pool``: every contender's reads of both runs with their rounds kept (a ratio pairs
+    reads of the same run's round), the servers' CPU net of each run's own background, the
+    tuned pair per run (one with its longer pair), ``same_read`` only where every run read
+    the same; cells not in every run are left out, a cell of another table refused."""
+    from benchmarks.bench_matrix import _servers, pool
+
+    one = {"32:4:s3-10-ms": _run_cell([1.0, 2.0, 1.0], [0.9, 1.8, 0.9], 0.1, [0.5] * 3,
+                                      True, "1.0 1.0 1.0"),
+           "1:1:local-disk": _cell(MB, 1, "local disk", 1.0, 1.2, 1.6, 1.0)}
+    two = {"32:4:s3-10-ms": _run_cell([2.0, 1.0, 1.0], [2.4, 1.2, 1.2], 0.0, [0.3] * 3,
+                                      False, "4.0 4.0 4.0")}
+    two["32:4:s3-10-ms"]["tuned_pair"] = {"icefloe (defaults)": [1.0] * 5,
+                                          "icefloe (tuned)": [0.5] * 5}
+    pooled = pool([one, two])
+    assert list(pooled) == ["32:4:s3-10-ms"]
+    cell = pooled["32:4:s3-10-ms"]
+    assert cell["seconds"]["pyarrow dataset"] == [0.9, 1.8, 0.9, 2.4, 1.2, 1.2]
+    # rounds: 0.9 0.9 0.9 1.2 1.2 1.2; pooled as medians of times it would be 1.2 / 1.0
+    assert ratios(cell)["pyarrow dataset"] == pytest.approx(1.05)
+    # run one's 0.5 s less 0.1 s/s of its background over 1-2 s reads; run two's 0.3 s
+    assert cell["server_cpu"]["pyarrow dataset"] == pytest.approx(
+        [0.41, 0.32, 0.41] + [0.3] * 3)
+    assert _servers(cell, "pyarrow dataset") == pytest.approx(0.31)  # their median
+    assert cell["tuned_pair"]["icefloe (tuned)"] == [1.0] * 3 + [0.5] * 5
+    assert cell["same_read"] is False and cell["runs"] == 2
+    assert cell["planning"]["seconds"] == [0.1] * 6
+    text = report("full", pooled, None)
+    assert "**2 independent whole runs of the matrix pooled**" in text
+    assert "3 timed reads each per run" in text
+    assert "| 1.0-1.0, 4.0-4.0 |" in text
+    assert "run 1: within-noise: parallelism=4 (1.01x); the same read as the defaults / " \
+        "run 2: within-noise" in text
+    two["32:4:s3-10-ms"]["rows"] += 1
+    with pytest.raises(ValueError, match="32:4:s3-10-ms: the runs' rows differ"):
+        pool([one, two])
+
+
+def test_the_pool_command_reports_and_draws_pooled_cells(tmp_path: Path) -> None:
+    """``python -m benchmarks.bench_matrix --pool A B`` prints the pooled table and draws
+    the figure where ``--figure`` says; one file alone is refused."""
+    import json
+    import subprocess
+    import sys
+
+    from benchmarks.common import ROOT
+
+    runs = []
+    for i, seconds in enumerate(([1.0, 2.0, 1.0], [2.0, 1.0, 1.0])):
+        path = tmp_path / f"run{i}.json"
+        path.write_text(json.dumps({"32:4:s3-10-ms": _run_cell(
+            seconds, [s * 1.1 for s in seconds], 0.0, [0.2] * 3, True, "1.0 1.0 1.0")}))
+        runs.append(str(path))
+    figure = tmp_path / "pooled.png"
+    done = subprocess.run([sys.executable, "-m", "benchmarks.bench_matrix", "full", "--pool",
+                           *runs, "--figure", str(figure)], cwd=ROOT.parent,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "**2 independent whole runs of the matrix pooled**" in done.stdout
+    assert "| 1.10x (1.10-1.10) |" in done.stdout
+    assert figure.read_bytes()[:4] == b"\x89PNG"
+    alone = subprocess.run([sys.executable, "-m", "benchmarks.bench_matrix", "--pool",
+                            runs[0]], cwd=ROOT.parent, capture_output=True, text=True,
+                           timeout=120)
+    assert alone.returncode == 2 and "--pool needs two or more results files" in alone.stderr
