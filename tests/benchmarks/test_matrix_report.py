@@ -213,6 +213,32 @@ def test_the_s3_floor_only_maxes_what_the_cell_refutes() -> None:
     assert found["bound"] == pytest.approx(0.28) and found["which"] == "data after planning"
 
 
+def test_the_s3_floor_takes_each_readers_data_cpu_where_planning_was_timed() -> None:
+    """With the planning pass's CPU (icefloe's and PyIceberg's, timed alone), the data's
+    client CPU is the least of decode + fetch and each reader's own less its planning's
+    (PyArrow's as it is: its files are listed before its clock), so a reader whose whole
+    read took less than decode + fetch no longer drops the data's term: session 22's
+    32 MB x 16 at 30 ms (icefloe 0.58 s of CPU with its planning, decode + fetch 0.61 s)."""
+    cell = _s3_cell(pyiceberg=0.39)
+    cell["cpu"]["icefloe (defaults)"] = [0.32] * 3  # < decode + fetch, 0.34
+    assert "data after planning" not in bench_matrix.s3_bound(cell)["bounds"]  # no plan CPU
+    cell["planning"] = {"seconds": [0.09] * 3, "cpu": [0.02, 0.03, 0.5],
+                        "pyiceberg": {"seconds": [0.1] * 3, "cpu": [0.05] * 3}}
+    found = bench_matrix.s3_bound(cell)
+    assert found is not None and found["data_who"] == "icefloe (defaults)"
+    assert found["data"] == pytest.approx(0.32 - 0.03)  # less its planning's median
+    # the fetch's servers' 0.13 s is <= every reader's 0.2 s: counted
+    assert found["bounds"]["data after planning"] == pytest.approx(0.11 + (0.29 + 0.13) / 2)
+    assert found["which"] == "data after planning"
+    assert "icefloe (defaults)'s, its planning's taken off, 0.29 s" in \
+        bench_matrix.s3_ceiling(cell, "pyiceberg")  # 0.32 > 0.39 / 1.5 = 0.26
+    cell["cpu"]["pyiceberg"] = [0.30] * 3  # less its planning's 0.05: 0.25, the least
+    assert bench_matrix.s3_bound(cell)["data_who"] == "pyiceberg"
+    assert bench_matrix.s3_bound(cell)["data"] == pytest.approx(0.25)
+    cell["cpu"]["pyarrow dataset"] = [0.24] * 3  # nothing taken off PyArrow's
+    assert bench_matrix.s3_bound(cell)["data"] == pytest.approx(0.24)
+
+
 def test_the_s3_floor_against_pyarrow_only_from_planning() -> None:
     """PyArrow's 1.0x is out of reach only where planning's round trips, which its timing
     leaves out, carry the bound past its time: not where the data's floor alone does
@@ -351,6 +377,9 @@ def test_the_figure_shades_a_tuned_setting_that_is_the_defaults_read_as_met() ->
     assert shade(cell, key, "pyarrow dataset") == 3 and shade(None, key, "pyiceberg") == 1
     cell["seconds"]["pyarrow dataset"] = [0.9] * 3
     assert shade(cell, key, "pyarrow dataset") == 0
+    cell["seconds"]["pyarrow dataset"] = [0.8, 0.9, 1.05]  # a round reaches 1.0x
+    assert shade(cell, key, "pyarrow dataset") == 4  # missed within noise: pale red
+    assert "**missed** (pyarrow within noise)" in bench_matrix.cell_verdict(key, cell)
 
 
 def test_the_interval_of_a_cells_ratio_is_the_sign_tests_order_statistics() -> None:
@@ -394,7 +423,8 @@ def _run_cell(defaults: list[float], pyarrow: list[float], idle: float, server: 
     cell["server_idle_cpu_s"] = idle
     cell["same_read"] = same
     cell["load"] = [load, load]
-    cell["planning"] = {"seconds": [0.1] * n, "rows": 1}
+    cell["planning"] = {"seconds": [0.1] * n, "rows": 1, "cpu": [idle] * n,
+                        "pyiceberg": {"seconds": [0.2] * n, "cpu": [0.05] * n}}
     return cell
 
 
@@ -425,6 +455,8 @@ def test_two_whole_runs_pooled_into_one_verdict_per_cell() -> None:
     assert cell["tuned_pair"]["icefloe (tuned)"] == [1.0] * 3 + [0.5] * 5
     assert cell["same_read"] is False and cell["runs"] == 2
     assert cell["planning"]["seconds"] == [0.1] * 6
+    assert cell["planning"]["cpu"] == [0.1] * 3 + [0.0] * 3
+    assert cell["planning"]["pyiceberg"] == {"seconds": [0.2] * 6, "cpu": [0.05] * 6}
     text = report("full", pooled, None)
     assert "**2 independent whole runs of the matrix pooled**" in text
     assert "3 timed reads each per run" in text
