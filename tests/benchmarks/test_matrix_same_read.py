@@ -49,15 +49,16 @@ def test_the_same_read_meets_the_tuned_target() -> None:
     text = report("quick", {"256:4:local-disk": cell}, None)
     row = next(ln for ln in text.splitlines() if ln.startswith("| 256 MB"))
     assert "| **met** |" in row and "the same read as the defaults" in row
-    assert "| 0.70x |" in row  # the ratio still shown as measured
+    assert "| 0.70x (0.70-0.71) |" in row  # the ratio still shown as measured
 
 
 def test_planning_alone_in_a_contenders_process(catalog: SqlCatalog) -> None:
     """The matrix's planning pass (``--planning``): a fresh process times icefloe's
-    planning alone and answers with the rows its splits hold, PyIceberg's count."""
+    planning alone and answers with the rows its splits hold, PyIceberg's count; another
+    times PyIceberg's (``plan_files()``) and answers with its tasks' rows."""
     from pyiceberg.catalog import load_catalog
 
-    from benchmarks.bench_matrix import PLANNING, Contender
+    from benchmarks.bench_matrix import PLANNING, PYICEBERG_PLANNING, Contender
 
     properties = {"type": "sql", **catalog.properties}
     named = load_catalog("matrix", **properties)  # the name the contenders load it by
@@ -72,3 +73,11 @@ def test_planning_alone_in_a_contenders_process(catalog: SqlCatalog) -> None:
         proc.close()
     assert rows == named.load_table("db.events").scan().count() == 3000
     assert 0 < seconds < 30 and cpu > 0
+    theirs = Contender({"identifier": "db.events", "kind": PYICEBERG_PLANNING, "s3": None,
+                        "catalog": properties})
+    try:
+        theirs.ready()
+        seconds, rows, cpu = theirs.read()
+    finally:
+        theirs.close()
+    assert rows == 3000 and 0 < seconds < 30 and cpu > 0
