@@ -727,7 +727,7 @@ def measure_planning(scale: str, only: set[str] | None = None, path: Path | None
 def pool(runs: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
     """The cells recorded in every one of ``runs`` (the results of independent whole runs
     of the matrix, on the same read code: every cell of each, so no cell's figures are
-    chosen), each as one cell of all their reads, for one verdict on twice the rounds.
+    chosen), each as one cell of all their reads, for one verdict on all their rounds.
 
     Round i of run r stays one round (its contenders' reads keep their order), so
     :func:`paired` pairs within a run's rounds only. Per contender the reads, CPU and
