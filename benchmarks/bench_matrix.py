@@ -1342,7 +1342,15 @@ if __name__ == "__main__":
     if args.pool:
         if len(args.pool) < 2:
             parser.error("--pool needs two or more results files")
-        data = pool([json.loads(p.read_text()) for p in args.pool])
+        try:
+            data = pool([json.loads(p.read_text()) for p in args.pool])
+        except OSError as exc:
+            parser.error(f"--pool: cannot read {exc.filename}: {exc.strerror} (a results "
+                         f"file of a whole run, e.g. {results_path(scale)})")
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            parser.error(f"--pool: not results files of the matrix's runs: {exc!r}")
+        if not data:
+            parser.error("--pool: the files share no cell")
         draw(data, args.figure)
         print(report(scale, data, None))
     elif args.report or args.planning:

@@ -470,7 +470,7 @@ def test_two_whole_runs_pooled_into_one_verdict_per_cell() -> None:
 
 def test_the_pool_command_reports_and_draws_pooled_cells(tmp_path: Path) -> None:
     """``python -m benchmarks.bench_matrix --pool A B`` prints the pooled table and draws
-    the figure where ``--figure`` says; one file alone is refused."""
+    the figure where ``--figure`` says; one file alone is refused, a missing one named."""
     import json
     import subprocess
     import sys
@@ -495,3 +495,8 @@ def test_the_pool_command_reports_and_draws_pooled_cells(tmp_path: Path) -> None
                             runs[0]], cwd=ROOT.parent, capture_output=True, text=True,
                            timeout=120)
     assert alone.returncode == 2 and "--pool needs two or more results files" in alone.stderr
+    typo = subprocess.run([sys.executable, "-m", "benchmarks.bench_matrix", "--pool",
+                           runs[0], str(tmp_path / "run9.json")], cwd=ROOT.parent,
+                          capture_output=True, text=True, timeout=120)
+    assert typo.returncode == 2 and "--pool: cannot read" in typo.stderr
+    assert "run9.json" in typo.stderr and "Traceback" not in typo.stderr
