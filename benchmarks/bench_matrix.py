@@ -1110,6 +1110,20 @@ def within_noise(cell: dict[str, Any], peer: str) -> bool:
                            cell["seconds"][peer])[1] >= TARGETS[peer]
 
 
+def _missed(cell: dict[str, Any]) -> list[str]:
+    """The targets of :data:`TARGETS` the cell's ratios miss (a same read's tuned one
+    never: :func:`_same`)."""
+    r = ratios(cell)
+    return [n for n, t in TARGETS.items() if r[n] < t and not _same(cell, n)]
+
+
+def only_noise(key: str, cell: dict[str, Any]) -> bool:
+    """Whether the cell misses a target with no ceiling shown, and every such target only
+    within noise (:func:`within_noise`): counted apart in the report's summary."""
+    open_ = [n for n in _missed(cell) if ceiling(key, cell, n) is None]
+    return bool(open_) and all(within_noise(cell, n) for n in open_)
+
+
 def cell_verdict(key: str, cell: dict[str, Any]) -> str:
     """``**met**``; ``ceiling: ...`` when every missed target of the cell has a
     :data:`CEILINGS` entry; else ``**missed** (peers)`` (and the ceilings of the others).
@@ -1117,8 +1131,7 @@ def cell_verdict(key: str, cell: dict[str, Any]) -> str:
     not decide it (:func:`within_noise`); the tuned target is met where the tuned setting
     is the same read as the defaults (``same_read``: :func:`same_read`), whose ratio is
     only the noise of identical reads."""
-    r = ratios(cell)
-    missed = [n for n, t in TARGETS.items() if r[n] < t and not _same(cell, n)]
+    missed = _missed(cell)
     if not missed:
         return verdict(True)
     why = {n: ceiling(key, cell, n) for n in missed}
@@ -1224,16 +1237,15 @@ def draw(recorded: dict[str, dict[str, Any]], path: Path) -> None:
                     cell = recorded.get(_key(s, g, link))
                     line.append(float("nan") if cell is None else ratios(cell)[peer])
                 grid.append(line)
-            ax.imshow([[shade(recorded.get(_key(s, g, link)), _key(s, g, link), peer)
-                        for s in sizes] for g in groups],
-                      cmap=cmap, vmin=0, vmax=4, aspect="auto")
+            shades = [[shade(recorded.get(_key(s, g, link)), _key(s, g, link), peer)
+                       for s in sizes] for g in groups]
+            ax.imshow(shades, cmap=cmap, vmin=0, vmax=4, aspect="auto")
             for r, line in enumerate(grid):
                 for c, v in enumerate(line):
                     cell = recorded.get(_key(sizes[c], groups[r], link))
-                    key = _key(sizes[c], groups[r], link)
                     text = "-" if v != v else f"{v:.2f}x" + (
                         "\nsame read" if _same(cell, peer) else
-                        "\nwithin noise" if shade(cell, key, peer) == 4 else "")
+                        "\nwithin noise" if shades[r][c] == 4 else "")
                     ax.text(c, r, text, ha="center", va="center", fontsize=9)
             ax.set_xticks(range(len(sizes)), [f"{s // MB} MB" for s in sizes])
             ax.set_yticks(range(len(groups)), [str(g) for g in groups])
@@ -1256,7 +1268,7 @@ def report(scale: str, recorded: dict[str, dict[str, Any]], took: float | None) 
     rows = [_row(c) for k, c in sorted(recorded.items(), key=lambda kv: order.get(kv[0], 0))]
     met = sum(r[8].startswith("**met") for r in rows)
     ceiling = sum(r[8].startswith("ceiling") for r in rows)
-    noisy = sum(r[8].startswith("**missed**") and _only_noise(r[8]) for r in rows)
+    noisy = sum(only_noise(k, c) for k, c in recorded.items())
     runs = max(int(c.get("runs") or 1) for c in recorded.values())
     reps = max(len(c["seconds"]["pyiceberg"]) for c in recorded.values()) // runs
     return (f"{scale} scale{'' if took is None else f', {took:.0f} s'}; a cell holds "
@@ -1294,12 +1306,6 @@ def report(scale: str, recorded: dict[str, dict[str, Any]], took: float | None) 
                         "S3 floor s; servers' CPU s: icefloe / pyarrow / pyiceberg; "
                         "decode + fetch + its servers' CPU s"],
                        rows))
-
-
-def _only_noise(text: str) -> bool:
-    """Whether a "missed" verdict's open targets are all "within noise"."""
-    open_ = text.split(" (", 1)[1].split(")", 1)[0].split(", ")
-    return all(t.endswith(" within noise") for t in open_)
 
 
 def run(scale: str, only: set[str] | None = None, path: Path | None = None,
