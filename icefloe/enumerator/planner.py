@@ -37,7 +37,7 @@ from icefloe.enumerator.discovery import (
 )
 from icefloe.enumerator.event_time import EventTimeColumn, order_unit
 from icefloe.enumerator.manifest_decoder import FileStats
-from icefloe.splits.sizing import AdaptiveCut, balanced_ranges, byte_ranges
+from icefloe.splits.sizing import AdaptiveCut, balanced_ranges, byte_ranges, prorate
 from icefloe.splits.split import FileSplit, new_split, split_id_maker
 
 if TYPE_CHECKING:
@@ -191,9 +191,8 @@ class TableSplitPlanner:
                               first_ordinal, applied)]
         ranges = self.ranges(size, split_offsets)
         out = []
-        for i, (start, length) in enumerate(ranges):
-            part_records = records if len(ranges) == 1 else \
-                max(1, records * length // max(size, 1))
+        for i, ((start, length), part_records) in enumerate(
+                zip(ranges, prorate(records, [n for _, n in ranges]), strict=True)):
             out.append(new_split(split_id(path, start, length), path, fmt,
                                  start, length, part_records, size, records, spec_id,
                                  partition, snapshot_id, seq, first_ordinal + i, applied))

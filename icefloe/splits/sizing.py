@@ -56,6 +56,25 @@ class AdaptiveCut:
         return max(1, least, min(share, most))
 
 
+def prorate(records: int, lengths: Sequence[int]) -> list[int]:
+    """A file's ``records`` shared among its ranges of ``lengths`` bytes in proportion to
+    their bytes (a split's ``record_count`` where the file is cut: the manifest gives the
+    file's count, not its row groups'): each range's share is the rounded-down running
+    share at its end less the one at its start, so the shares sum to ``records`` exactly
+    (a per-range rounding down lost up to one record per range: 10,239,999 of 10,240,000
+    on the matrix's 256 MB x 4). One range gets them all."""
+    total = sum(lengths)
+    if len(lengths) == 1 or total <= 0:
+        return [records] + [0] * (len(lengths) - 1)
+    shares, before, at = [], 0, 0
+    for length in lengths:
+        at += length
+        upto = records * at // total
+        shares.append(upto - before)
+        before = upto
+    return shares
+
+
 def balanced_ranges(
     file_size: int, split_offsets: Sequence[int] | None, pieces: int
 ) -> list[tuple[int, int]]:

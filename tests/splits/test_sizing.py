@@ -17,7 +17,12 @@ from pyiceberg.table import Table
 from icefloe import IcebergSource
 from icefloe.reader.split_reader import SplitReader
 from icefloe.splits import DeleteFileRef, FileSplit, byte_ranges, pack
-from icefloe.splits.sizing import ADAPTIVE_MIN_SPLIT_BYTES, AdaptiveCut, balanced_ranges
+from icefloe.splits.sizing import (
+    ADAPTIVE_MIN_SPLIT_BYTES,
+    AdaptiveCut,
+    balanced_ranges,
+    prorate,
+)
 from tests.conftest import assert_same_rows
 from tests.helpers.tables import live_data_files, make_table, rows
 
@@ -79,6 +84,26 @@ def _split(i: int, length: int, deletes: int = 0) -> FileSplit:
 
 def _ids(tasks: list[list[FileSplit]]) -> list[list[str]]:
     return [[s.split_id for s in task] for task in tasks]
+
+
+@given(st.integers(0, 10**12), st.lists(st.integers(0, 2**34), min_size=1, max_size=40))
+def test_prorated_records_sum_to_the_file_and_follow_the_bytes(
+        records: int, lengths: list[int]) -> None:
+    shares = prorate(records, lengths)
+    assert len(shares) == len(lengths)
+    assert sum(shares) == records
+    assert all(n >= 0 for n in shares)
+    total = sum(lengths)
+    if total:
+        for share, length in zip(shares, lengths, strict=True):  # off by less than one
+            assert abs(share - records * length / total) < 1 + 1e-9 * records
+
+
+def test_prorated_records_of_the_matrix_file() -> None:
+    # 256 MB x 4 cut in two: the old per-split rounding gave 5,120,000 + 5,119,999
+    assert prorate(10_240_000, [128_000_001, 128_000_000]) == [5_120_000, 5_120_000]
+    assert prorate(7, [1]) == [7]
+    assert prorate(3, [10, 10, 10, 10]) == [0, 1, 1, 1]
 
 
 def test_pack_keeps_order_and_target() -> None:
@@ -155,6 +180,9 @@ def test_big_file_is_cut_on_row_group_boundaries(big_table: Table, catalog: SqlC
     assert [s.ordinal for s in splits] == list(range(len(splits)))
     assert len({s.split_id for s in splits}) == len(splits)
     assert sum(s.length for s in splits) == data_file.file_size_in_bytes
+    # the pro-rated estimates add up to the manifest's count (a rounding per split lost one)
+    assert sum(s.record_count for s in splits) == data_file.record_count == 1000
+    assert all(s.file_record_count == 1000 for s in splits)
 
     reader = SplitReader(plan.context)
     seen: list[pa.Table] = []
