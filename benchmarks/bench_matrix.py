@@ -1016,6 +1016,29 @@ def data_wait(delay: float) -> float:
     return (DATA_ROUND_TRIPS - 1) * 2 * delay + delay
 
 
+def round_floors(cell: dict[str, Any], peer: str) -> list[tuple[float, float]]:
+    """Per round of an S3 cell: ``(need, floor)``, the time ``peer``'s target needs of
+    icefloe in that round (the peer's read / its target) and :func:`s3_bound` of that
+    round's own reads alone (its decode, fetch, readers' CPU and servers'; planning's CPU
+    as the cell's medians); [] for a local cell or one without the bound's figures.
+
+    The cell's ceiling (:func:`s3_ceiling`) compares medians over all its rounds, each
+    from other rounds where the machine was busier or quieter; this pairs the need and
+    the floor within a round, as :func:`paired` pairs the ratios, for a decided miss's
+    note (:func:`cell_verdict`: in how many rounds the floor was above the need)."""
+    if peer not in ("pyiceberg", "pyarrow dataset") or s3_bound(cell) is None:
+        return []
+    out = []
+    for r, theirs in enumerate(cell["seconds"][peer]):
+        one = {**cell}
+        for field in ("seconds", "cpu", "server_cpu"):
+            one[field] = {n: [v[r]] for n, v in cell[field].items() if len(v) > r}
+        found = s3_bound(one)
+        if found is not None:
+            out.append((theirs / TARGETS[peer], found["bound"]))
+    return out
+
+
 def s3_ceiling(cell: dict[str, Any], peer: str) -> str | None:
     """Why the ``peer`` target of an S3 cell is out of reach by :func:`s3_bound`, or None
     (a local cell, a cell without the bound's figures, a bound within the need).
@@ -1136,11 +1159,20 @@ def cell_verdict(key: str, cell: dict[str, Any]) -> str:
         return verdict(True)
     why = {n: ceiling(key, cell, n) for n in missed}
     shown = [f"ceiling ({_short(n)}): {why[n]}" for n in missed if why[n]]
-    open_ = [_short(n) + (" within noise" if within_noise(cell, n) else "")
+    open_ = [_short(n) + (" within noise" if within_noise(cell, n) else _above(cell, n))
              for n in missed if not why[n]]
     if not open_:
         return "; ".join(shown)
     return f"{verdict(False)} ({', '.join(open_)})" + "".join(f"; {c}" for c in shown)
+
+
+def _above(cell: dict[str, Any], peer: str) -> str:
+    """", the round's own floor above the need in k of n rounds" for a decided miss of an
+    S3 cell (:func:`round_floors`); "" where none is or there are no such figures."""
+    rounds = round_floors(cell, peer)
+    above = sum(floor > need for need, floor in rounds)
+    return f"; its round's floor above the need in {above} of {len(rounds)} rounds" \
+        if above else ""
 
 
 def _row(cell: dict[str, Any]) -> list[str]:

@@ -250,6 +250,30 @@ def test_the_s3_floor_against_pyarrow_only_from_planning() -> None:
     assert bench_matrix.s3_ceiling(cell, "pyarrow dataset") is None
 
 
+def test_a_decided_miss_counts_the_rounds_whose_own_floor_is_above_the_need() -> None:
+    """Each round's need (PyIceberg's read / 1.5) against the S3 floor of that round's
+    own reads: round 0 needs 0.26 s where its floor is 0.11 + (0.28 + 0.05 + 0.13) / 2 =
+    0.34 s; rounds 1 and 2 need 0.567 s and 0.533 s, above their floors (0.345 s; 0.265 s,
+    the whole read's CPU, where the fetch's 0.2 s puts decode + fetch past the readers'
+    0.4 s). The cell's medians show no ceiling (0.345 s <= 0.533 s) and the miss is
+    decided (0.65x, 1.42x, 1.33x): the verdict says 1 of 3 rounds."""
+    cell = _s3_cell(pyiceberg=0.8, pyarrow=0.7)
+    cell["seconds"]["pyiceberg"] = [0.39, 0.85, 0.80]
+    rounds = bench_matrix.round_floors(cell, "pyiceberg")
+    assert [need for need, _ in rounds] == pytest.approx([0.26, 0.85 / 1.5, 0.80 / 1.5])
+    assert [floor for _, floor in rounds] == pytest.approx(
+        [0.11 + 0.46 / 2, 0.11 + 0.47 / 2, (0.4 + 0.13) / 2])
+    assert bench_matrix.s3_ceiling(cell, "pyiceberg") is None
+    assert not bench_matrix.within_noise(cell, "pyiceberg")
+    assert bench_matrix.cell_verdict("32:4:s3-10-ms", cell) == \
+        "**missed** (pyiceberg; its round's floor above the need in 1 of 3 rounds)"
+    assert bench_matrix.round_floors(cell, "icefloe (tuned)") == []
+    local = _cell(32 * MB, 4, "local disk", 0.6, 0.7, 0.8, 0.6)
+    assert bench_matrix.round_floors(local, "pyiceberg") == []
+    cell["seconds"]["pyiceberg"] = [0.70, 0.85, 0.80]  # no round's floor above its need
+    assert bench_matrix.cell_verdict("32:4:s3-10-ms", cell) == "**missed** (pyiceberg)"
+
+
 def test_cells_without_the_s3_figures_still_report() -> None:
     """An S3 cell recorded before the fetch and the servers were measured has no S3
     bound; it reports as before (the local rule, "-" in the floor's column)."""
