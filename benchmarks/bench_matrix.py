@@ -581,6 +581,26 @@ def load_avg() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
+THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+
+
+def memory_setting(thp: Path = THP) -> str:
+    """Arrow's memory pool as every contender's process gets it (``ARROW_DEFAULT_MEMORY_POOL``
+    is inherited: the backend of this process's default pool) and the kernel's transparent
+    huge pages mode (the bracketed word of ``thp``; "unknown" where unreadable), e.g.
+    "mimalloc, huge pages madvise": they decide how a read's fresh memory is faulted in,
+    which moved PyIceberg's S3 reads by up to 1.5x (RESULTS.md, "Session 23"), so a run
+    records them with its cells."""
+    import pyarrow as pa
+
+    try:
+        text = thp.read_text()
+        mode = text[text.index("[") + 1:text.index("]")]
+    except (OSError, ValueError):
+        mode = "unknown"
+    return f"{pa.default_memory_pool().backend_name}, huge pages {mode}"
+
+
 def undecided(defaults: list[float], tuned: list[float]) -> bool:
     """Whether the ratio of the tuned setting's time to the defaults' (:func:`paired`) is
     within the runs' noise (:func:`icefloe.tuning.measure.noise`) of the 0.9x target."""
@@ -668,6 +688,7 @@ def measure_cells(scale: str, only: set[str] | None = None, path: Path | None = 
                         n: [s for s, _, _ in rs] for n, rs in pair.items()}}),
                     **servers,
                     "load": [load_before, load_avg()], "cores": os.cpu_count(),
+                    "memory": memory_setting(),
                     "at": time.strftime("%H:%M", time.gmtime()),
                     "elapsed_s": round(time.perf_counter() - started, 1)}
                 path.write_text(json.dumps(recorded, indent=1))
@@ -735,7 +756,8 @@ def pool(runs: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
     background (``server_idle_cpu_s`` then 0); the tuned pair is each run's
     (:func:`tuned_pair`: each run's own tuned setting against its defaults); ``same_read``
     holds where it held in every run; planning's reads are the runs' in turn. ``runs``
-    (their number), ``loads`` and ``ats`` (each run's) mark a pooled cell for the report.
+    (their number), ``loads``, ``ats`` and ``memories`` (each run's, :func:`memory_setting`)
+    mark a pooled cell for the report.
     Contenders missing from a run are left out of the pooled cell."""
     common = [k for k in runs[0] if all(k in r for r in runs[1:])]
     out: dict[str, dict[str, Any]] = {}
@@ -779,6 +801,7 @@ def pool(runs: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
                 cell["planning"]["pyiceberg"] = {
                     f: [v for p in plans for v in p["pyiceberg"][f]] for f in ("seconds", "cpu")}
         cell["cores"] = first.get("cores")
+        cell["memories"] = [c.get("memory") or "not recorded" for c in cells_]
         cell["load"] = [cells_[0]["load"][0], cells_[-1]["load"][1]]
         cell["loads"] = [c["load"] for c in cells_]
         cell["ats"] = [c.get("at", "?") for c in cells_]
@@ -1303,8 +1326,12 @@ def report(scale: str, recorded: dict[str, dict[str, Any]], took: float | None) 
     noisy = sum(only_noise(k, c) for k, c in recorded.items())
     runs = max(int(c.get("runs") or 1) for c in recorded.values())
     reps = max(len(c["seconds"]["pyiceberg"]) for c in recorded.values()) // runs
+    memory = sorted({m for c in recorded.values() for m in c.get("memories")
+                     or [c.get("memory") or "not recorded"]})
     return (f"{scale} scale{'' if took is None else f', {took:.0f} s'}; a cell holds "
             f"{CELL_BYTES // MB} MB of Parquet (one file where a file is larger); "
+            f"Arrow's memory pool and the kernel's transparent huge pages: "
+            f"{' / '.join(memory)}; "
             + (f"**{runs} independent whole runs of the matrix pooled** (`bench_matrix "
                "--pool`: every cell's reads of every run, their rounds kept; tune's "
                "setting and its pair per run; load and tune per run in their columns); "

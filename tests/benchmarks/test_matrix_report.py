@@ -274,6 +274,27 @@ def test_a_decided_miss_counts_the_rounds_whose_own_floor_is_above_the_need() ->
     assert bench_matrix.cell_verdict("32:4:s3-10-ms", cell) == "**missed** (pyiceberg)"
 
 
+def test_a_run_records_arrows_memory_pool_and_the_kernels_huge_pages(tmp_path: Path) -> None:
+    """Each cell records the pool its contenders' processes get and the transparent huge
+    pages mode; the report's header names them, runs recorded before as "not recorded"."""
+    import pyarrow as pa
+
+    thp = tmp_path / "enabled"
+    thp.write_text("always [madvise] never\n")
+    backend = pa.default_memory_pool().backend_name
+    assert bench_matrix.memory_setting(thp) == f"{backend}, huge pages madvise"
+    assert bench_matrix.memory_setting(tmp_path / "missing").endswith("huge pages unknown")
+    old = _cell(MB, 1, "local disk", 1.0, 1.2, 1.6, 0.95)
+    new = {**old, "memory": "mimalloc, huge pages madvise"}
+    assert "transparent huge pages: not recorded;" in report("quick", {"1:1:local-disk": old},
+                                                               None)
+    pooled = bench_matrix.pool([{"1:1:local-disk": old}, {"1:1:local-disk": new}])
+    assert pooled["1:1:local-disk"]["memories"] == ["not recorded",
+                                                   "mimalloc, huge pages madvise"]
+    assert "transparent huge pages: mimalloc, huge pages madvise / not recorded;" in \
+        report("quick", pooled, None)
+
+
 def test_cells_without_the_s3_figures_still_report() -> None:
     """An S3 cell recorded before the fetch and the servers were measured has no S3
     bound; it reports as before (the local rule, "-" in the floor's column)."""
