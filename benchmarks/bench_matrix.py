@@ -728,8 +728,8 @@ def measure_planning(scale: str, only: set[str] | None = None, path: Path | None
                     for proc in procs:
                         proc.close()
                 runs, theirs = [b[0] for b in both], [b[1] for b in both]
-                # each the same every time; not one another's (256 MB x 4: icefloe's
-                # splits hold 10,239,999 records, PyIceberg's tasks 10,240,000)
+                # each the same every time (icefloe's splits' records, pro-rated where a
+                # file is cut, and PyIceberg's tasks' records)
                 assert len({r for _, r, _ in runs}) == len({r for _, r, _ in theirs}) == 1, \
                     (runs, theirs)
                 cell["planning"] = {"seconds": [s for s, _, _ in runs], "rows": runs[0][1],
