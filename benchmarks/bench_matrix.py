@@ -308,14 +308,16 @@ def links() -> Iterator[Links]:
 class Contender:
     """One contender's fresh process for one cell: ``python -m benchmarks.bench_matrix
     --child SPEC`` (or ``argv``, run in ``cwd``: another command starting :func:`_child`,
-    :mod:`benchmarks.ab_matrix`'s other tree); each :meth:`read` times one read in it."""
+    :mod:`benchmarks.ab_matrix`'s other tree; ``env``: variables added to this process's
+    environment for it); each :meth:`read` times one read in it."""
 
     def __init__(self, spec: dict[str, Any], argv: list[str] | None = None,
-                 cwd: Path | None = None) -> None:
+                 cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(
             argv or [sys.executable, "-m", "benchmarks.bench_matrix", "--child",
                      json.dumps(spec)],
-            cwd=cwd or ROOT.parent, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            cwd=cwd or ROOT.parent, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            env=None if env is None else {**os.environ, **env})
 
     def _line(self) -> dict[str, Any]:
         assert self.proc.stdout is not None
