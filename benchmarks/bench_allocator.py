@@ -24,13 +24,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
 from statistics import median
 from typing import Any
 
-from benchmarks.bench_matrix import MB, Contender, cached_files, links, memory_setting, paired
+from benchmarks.bench_matrix import (
+    DELAYS,
+    MB,
+    Contender,
+    cached_files,
+    links,
+    memory_setting,
+    paired,
+)
 
 SETTINGS: dict[str, dict[str, str]] = {
     "mimalloc's default": {},
@@ -77,8 +86,9 @@ def run_cell(where: Any, key: str, reads: int) -> dict[str, Any]:
     where.add(identifier, cached_files(size * MB, groups))
     base = {"identifier": identifier, "catalog": where.catalog_properties(link),
             "s3": where.s3_options(link)}
-    kinds: dict[str, dict[str, Any]] = {"icefloe (defaults)": {"kind": "icefloe", "options": {}},
-             "pyarrow dataset": {"kind": "pyarrow"}, "pyiceberg": {"kind": "pyiceberg"}}
+    kinds: dict[str, dict[str, Any]] = {
+        "icefloe (defaults)": {"kind": "icefloe", "options": {}},
+        "pyarrow dataset": {"kind": "pyarrow"}, "pyiceberg": {"kind": "pyiceberg"}}
     procs = {(c, s): Contender({**base, **kinds[c]}, env=env)
              for s, env in SETTINGS.items() for c in CONTENDERS}
     seconds: dict[str, dict[str, list[float]]] = {s: {c: [] for c in CONTENDERS}
@@ -168,6 +178,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.reads < 2:
         parser.error(f"--reads {args.reads}: needs at least 2 (the first read is apart)")
+    links_ = ("local disk", *DELAYS)
+    for key in args.cells:
+        try:
+            _, _, link = parse_cell(key)
+        except ValueError:
+            link = None
+        if link not in links_:
+            parser.error(f"--cells {key!r}: not SIZE_MB:ROW_GROUPS:LINK with LINK one of "
+                         + ", ".join(x.replace(" ", "-") for x in links_))
+    # "mimalloc's default" is the default only if this process's environment, which every
+    # contender inherits, does not set the option itself
+    os.environ.pop("MIMALLOC_ALLOW_THP", None)
     results = []
     with links() as where:
         for key in args.cells:

@@ -91,3 +91,13 @@ def test_pyarrows_allocator_takes_the_setting_from_the_environment() -> None:
                               "MIMALLOC_VERBOSE": "1"})
     assert out.returncode == 0, out.stderr
     assert "option 'allow_thp': 2" in out.stderr
+
+
+@pytest.mark.parametrize("cell", ["256:16:s3-10ms", "x", "256:x:local-disk"])
+def test_a_misspelled_cell_is_refused_before_anything_starts(
+        cell: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        bench_allocator.main(["--cells", cell])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert repr(cell) in err and "s3-10-ms" in err
