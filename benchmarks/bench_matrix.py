@@ -39,7 +39,7 @@ Targets of every cell: defaults >= 1.0x PyArrow's dataset reader, >= 1.5x PyIceb
 ``benchmarks/data/matrix-results-<scale>.json`` (``--results PATH``: another file) and
 drawn into ``benchmarks/matrix.png`` (matplotlib).
 
-    uv run python -m benchmarks.bench_matrix quick     # or full; --cells 32:4:s3-10ms,...
+    uv run python -m benchmarks.bench_matrix quick     # or full; --cells 32:4:s3-10-ms,...
     uv run python -m benchmarks.bench_matrix full --planning   # then icefloe's planning alone
 """
 
@@ -60,7 +60,17 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import DATA_DIR, ROOT, event_rows, fmt_s, md_table, median, pick, verdict
+from benchmarks.common import (
+    DATA_DIR,
+    ROOT,
+    SCALES,
+    event_rows,
+    fmt_s,
+    md_table,
+    median,
+    pick,
+    verdict,
+)
 from icefloe.tuning.measure import beats, noise
 
 MB = 1_000_000
@@ -1406,6 +1416,14 @@ if __name__ == "__main__":
                         help=f"where the figure is drawn (default {FIGURE})")
     args = parser.parse_args()
     scale = args.scale.removeprefix("--")
+    if scale not in SCALES:
+        parser.error(f"no such scale: {args.scale!r} (one of {', '.join(SCALES)})")
+    if args.cells is not None:
+        known = {_key(*c) for c in cells(scale)}
+        unknown = sorted(set(args.cells.split(",")) - known)
+        if unknown:
+            parser.error(f"--cells: no such cell at {scale} scale: {', '.join(unknown)} "
+                         f"(keys SIZE_MB:ROW_GROUPS:LINK, e.g. {min(known)})")
     if args.pool:
         if len(args.pool) < 2:
             parser.error("--pool needs two or more results files")

@@ -545,3 +545,19 @@ def test_the_pool_command_reports_and_draws_pooled_cells(tmp_path: Path) -> None
                           capture_output=True, text=True, timeout=120)
     assert typo.returncode == 2 and "--pool: cannot read" in typo.stderr
     assert "run9.json" in typo.stderr and "Traceback" not in typo.stderr
+
+
+@pytest.mark.parametrize(("argv", "named"), [(["fulll"], "'fulll'"),
+                                             (["full", "--cells", "32:4:s3-10ms", "--report"],
+                                              "32:4:s3-10ms")])
+def test_a_misspelled_scale_or_cell_is_refused_by_name(argv: list[str], named: str) -> None:
+    """Before, a misspelled scale raised a traceback and an unknown cell key measured
+    nothing without a word."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "benchmarks.bench_matrix", *argv],
+                         capture_output=True, text=True, timeout=120,
+                         cwd=Path(bench_matrix.__file__).resolve().parents[1])
+    assert out.returncode == 2, out.stderr
+    assert named in out.stderr and "Traceback" not in out.stderr
