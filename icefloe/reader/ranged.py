@@ -8,10 +8,11 @@ one request at a time per reader thread, each round trip and transfer waiting fo
 decode before it (profile in benchmarks/RESULTS.md, "Defaults matrix"). A
 :class:`RangedFile` fetches instead the byte ranges of the split's column chunks (the
 selected row groups' selected columns; :func:`blocks`: ranges closer than
-:data:`COALESCE_GAP` merged up to :data:`PIECE_BYTES`, a longer column chunk a block of its
-own) on the process-wide I/O pool, in the order the decode needs them (:func:`need_order`),
-each block into one buffer in requests of at most :data:`PIECE_BYTES`, with at most
-``concurrency`` requests in flight and :data:`AHEAD_BYTES` bytes fetched and not yet read.
+:data:`COALESCE_GAP` merged up to the split's request size, :func:`request_bytes`, a
+longer column chunk a block of its own) on the process-wide I/O pool, in the order the
+decode needs them (:func:`need_order`), each block into one buffer in requests of at most
+that size, with at most ``concurrency`` requests in flight and :data:`AHEAD_BYTES` bytes
+fetched and not yet read.
 
 Row groups of up to :data:`STREAM_ROW_GROUP_BYTES` are read as Parquet reads without
 pre-buffering: one read per column chunk, a slice of one block's buffer (the bytes are
@@ -46,8 +47,17 @@ from icefloe.reader.ranges import parquet_batches
 from icefloe.splits.split import FileSplit
 
 PIECE_BYTES = 8 * 1024 * 1024
-"""Largest ranged request: a block longer than this (one long column chunk) is fetched
-in requests of this size, concurrently, into the block's one buffer."""
+"""Largest ranged request of a small split or a streamed row group (:func:`request_bytes`):
+a block longer than this (one long column chunk) is fetched in requests of this size,
+concurrently, into the block's one buffer."""
+
+MAX_REQUEST_BYTES = 32 * 1024 * 1024
+"""Largest ranged request of any split: Arrow's own pre-buffering coalesces column chunks
+into ranges of up to this (``CacheOptions.range_size_limit``)."""
+
+SPLIT_REQUESTS = 8
+"""Ranged requests a split's bytes are cut into at least, while they are at least
+:data:`PIECE_BYTES` each (:func:`request_bytes`)."""
 
 COALESCE_GAP = 64 * 1024
 """Ranges closer than this are fetched in one request (the gap is fetched too)."""
@@ -93,6 +103,24 @@ def ranked_chunks(metadata: Any, row_groups: Sequence[int],
                 start = col.dictionary_page_offset
             out.append((int(start), int(col.total_compressed_size), rank))
     return sorted(out)
+
+
+def request_bytes(split_bytes: int, streamed: bool) -> int:
+    """The largest ranged request of a split of ``split_bytes`` selected bytes: a
+    :data:`SPLIT_REQUESTS`-th of them, at least :data:`PIECE_BYTES` and at most
+    :data:`MAX_REQUEST_BYTES`; a streamed split's (:func:`ranged_reader`) always
+    :data:`PIECE_BYTES` (its pieces are what it holds ahead, read as the decode goes).
+
+    Each request costs the store its own work (SeaweedFS's CPU; S3's charge per GET), so
+    a large split is fetched in fewer, larger requests, still several at once: 256 MB x
+    16 row groups over 10 ms (two splits of 134 MB) went from 52 GETs of at most 7.6 MB
+    per read to 23 of at most 16.75 MB, SeaweedFS's CPU per read from 0.68 to 0.54 s and
+    the read from 1.66 to 1.50 s (benchmarks/RESULTS.md, "Session 25"). A split of up to
+    64 MiB is fetched as before, in requests of at most 8 MiB: requests of 32 MiB made
+    the first read of 32 MB files 11-29 % slower (one transfer where there were four)."""
+    if streamed:
+        return PIECE_BYTES
+    return max(PIECE_BYTES, min(MAX_REQUEST_BYTES, split_bytes // SPLIT_REQUESTS))
 
 
 def blocks(ranges: Sequence[tuple[int, int]], gap: int = COALESCE_GAP,
@@ -158,9 +186,9 @@ def _fetch_into(stream: Any, into: memoryview, offset: int) -> None:
     nbytes = len(into)
     get_stream = getattr(stream, "get_stream", None)
     if get_stream is None:
-        data = memoryview(stream.read_at(nbytes, offset))
+        data = memoryview(stream.read_at(nbytes, offset)).cast("B")
         got = len(data)
-        into[:got] = data
+        into.cast("B")[:got] = data  # an Arrow buffer's view is of signed bytes
     else:
         got = get_stream(offset, nbytes).readinto(into)
     if got != nbytes:
@@ -462,13 +490,13 @@ def ranged_reader(pf: ParquetReader, stream: Any, row_groups: Sequence[int],
     before decoding any of it: a 1 GB row group was fetched whole, the cores idle
     meanwhile, before its first batch, and held whole. Smaller row groups are read a
     column chunk at a time, each chunk a slice of one fetched block (no copy)."""
-    piece = PIECE_BYTES
     ranked = ranked_chunks(pf.metadata, row_groups, columns)
     chunks = [(start, length) for start, length, _ in ranked]
     group_bytes: dict[int, int] = {}
     for _, length, rank in ranked:
         group_bytes[rank] = group_bytes.get(rank, 0) + length
     streamed = max(group_bytes.values(), default=0) > STREAM_ROW_GROUP_BYTES
+    piece = request_bytes(sum(group_bytes.values()), streamed)
     cut = blocks(chunks, piece=piece)
     ranged = RangedFile(stream, pieces(cut, piece) if streamed else cut, concurrency,
                         ahead_bytes=AHEAD_BYTES, reads=chunks, piece=piece,

@@ -15,7 +15,18 @@ import pyarrow.parquet as pq
 import pytest
 from pyarrow._parquet import ParquetReader
 
-from icefloe.reader.ranged import RangedFile, blocks, chunk_ranges, ranged_reader, requests
+from icefloe.reader import ranged as ranged_module
+from icefloe.reader.ranged import (
+    MAX_REQUEST_BYTES,
+    PIECE_BYTES,
+    SPLIT_REQUESTS,
+    RangedFile,
+    blocks,
+    chunk_ranges,
+    ranged_reader,
+    request_bytes,
+    requests,
+)
 
 ROWS = 40_000
 
@@ -104,6 +115,62 @@ def test_a_read_past_the_ahead_limit_fetches_what_it_needs(parquet: Path) -> Non
     got = pa.Table.from_batches(list(reader.iter_batches(10_000, [0, 1, 2, 3], None)))
     assert got.equals(pq.read_table(parquet))
     assert ranged.fallback_reads == 0
+
+
+def test_request_size_grows_with_the_split_within_bounds() -> None:
+    """A split is cut into at least :data:`SPLIT_REQUESTS` requests of at least a piece
+    and at most :data:`MAX_REQUEST_BYTES` each; a streamed split's are pieces."""
+    mib = 1 << 20
+    assert request_bytes(1, streamed=False) == PIECE_BYTES
+    assert request_bytes(SPLIT_REQUESTS * PIECE_BYTES, streamed=False) == PIECE_BYTES
+    assert request_bytes(134 * mib, streamed=False) == 134 * mib // SPLIT_REQUESTS
+    assert PIECE_BYTES < 134 * mib // SPLIT_REQUESTS < MAX_REQUEST_BYTES
+    assert request_bytes(1 << 30, streamed=False) == MAX_REQUEST_BYTES
+    assert request_bytes(1 << 30, streamed=True) == PIECE_BYTES
+
+
+class _Recording:
+    """A file without ``get_stream`` whose reads are recorded as ``(offset, nbytes)``."""
+
+    def __init__(self, path: Path) -> None:
+        self.data = path.read_bytes()
+        self.reads: list[tuple[int, int]] = []
+
+    def size(self) -> int:
+        return len(self.data)
+
+    def read_at(self, nbytes: int, offset: int) -> bytes:
+        self.reads.append((offset, nbytes))
+        return self.data[offset:offset + nbytes]
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_a_large_split_is_fetched_in_fewer_larger_requests(
+        parquet: Path, monkeypatch: pytest.MonkeyPatch, large: bool) -> None:
+    """Scaled down (pieces of 16 KiB, at least 4 requests a split): a split of 4 row
+    groups well past 4 pieces is fetched in 4-5 requests of about a quarter of it, not
+    in pieces; with the largest request a piece (``large`` False: the split as small as
+    the rule's floor), in pieces. Either way, what Parquet decodes is PyArrow's read."""
+    piece = 16 * 1024
+    monkeypatch.setattr(ranged_module, "PIECE_BYTES", piece)
+    monkeypatch.setattr(ranged_module, "SPLIT_REQUESTS", 4)
+    monkeypatch.setattr(ranged_module, "MAX_REQUEST_BYTES", 1 << 30 if large else piece)
+    pf, _ = _open(parquet)
+    split = sum(n for _, n in chunk_ranges(pf.metadata, [0, 1, 2, 3], None))
+    assert split > 8 * piece
+    file = _Recording(parquet)
+    reader, ranged = ranged_reader(pf, file, [0, 1, 2, 3], None, concurrency=4)
+    got = pa.Table.from_batches(list(reader.iter_batches(10_000, [0, 1, 2, 3], None,
+                                                         use_threads=True)))
+    assert got.equals(pq.read_table(parquet))
+    assert ranged.fallback_reads == 0
+    largest = max(n for _, n in file.reads)
+    if large:
+        assert largest <= split // 4 and len(file.reads) <= 5
+    else:
+        assert largest <= piece and len(file.reads) >= split // piece
+    reader.close()
+    ranged.close()
 
 
 def test_reads_outside_the_ranges_go_to_the_file(parquet: Path) -> None:
