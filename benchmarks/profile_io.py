@@ -7,7 +7,7 @@ many are in flight, seen by the latency proxy (issue 30). Not a benchmark (no
         [--cells 32:1,256:16] [--delay 0.010[,0.030]] [--reps 3] [--reads 1]
         [--readers icefloe,pyarrow,pyiceberg,icefloe-plan,decode,icefloe-local,
         'icefloe:ioConcurrency=4;batchSize=65536',icefloe-before --before DIR]
-        [--json FILE.jsonl]
+        [--json FILE.jsonl] [--wrap 'perf record -g -o /tmp/perf-READER.data']
 
 Starts SeaweedFS (temp dir) and a counting latency proxy in a child process, writes one
 table of ``files`` Parquet files of event rows, then reads it, each reader in turn in a
@@ -20,9 +20,10 @@ until the last byte of the answer forwarded before the connection's next request
 ``--reads N``: N reads per process, the first (a fresh process's) and the later ones
 ("warm", as the matrix's 2nd and 3rd) reported apart; the proxy's figures are the last
 read's. Each read also reports the CPU seconds the proxy, SeaweedFS and the whole machine
-spent meanwhile (``/proc``), and its own user and system CPU and minor page faults
-(``getrusage``). Reader ``icefloe:key=value;...``: icefloe with those options (several
-settings interleaved in one run; ``parallelism=N``: ``read(N)``'s reader threads);
+spent meanwhile (``/proc``), and its own user and system CPU, minor page faults and peak
+resident memory so far (``getrusage``). Reader ``icefloe:key=value;...``: icefloe with
+those options (several settings interleaved in one run; ``env.NAME=value``: an
+environment variable of its process; ``parallelism=N``: ``read(N)``'s reader threads);
 ``icefloe-local``: icefloe reading the cell's cached files from the local disk (a SQLite
 catalog; ``--cells`` only). ``--cells``: the matrix's cached files of those cells
 instead of a written table; several ``--delay`` values: one proxy each in front of the
@@ -154,12 +155,17 @@ def _others() -> dict[str, float]:
 def reader_options(reader: str, options: str) -> tuple[str, dict[str, str]]:
     """``(reader, icefloe's options)`` of a reader name: ``icefloe:key=value;key=value`` is
     icefloe with those options over ``options`` (JSON), so settings can be compared in
-    one interleaved run; any other name has ``options`` as given."""
+    one interleaved run; any other name has ``options`` as given. A key ``env.NAME`` sets
+    the environment variable ``NAME`` in the reader's process instead (before its reads;
+    for settings read when used, such as an experiment's switch)."""
     opts = dict(json.loads(options))
     if not reader.startswith("icefloe:"):
         return reader, opts
     for pair in reader.split(":", 1)[1].split(";"):
         key, eq, value = pair.partition("=")
+        if key.startswith("env.") and eq:
+            os.environ[key[4:]] = value
+            continue
         if not eq or not key:
             raise ValueError(f"reader {reader!r}: {pair!r} is not key=value "
                              "(icefloe:ioConcurrency=4;batchSize=65536)")
@@ -244,6 +250,7 @@ def _reader_child(reader: str, props: str, identifier: str, options: str,
         print(json.dumps({"s": seconds, "rows": rows, "cpu": cpu,
                           "user": ru2.ru_utime - ru.ru_utime, "sys": ru2.ru_stime - ru.ru_stime,
                           "faults": ru2.ru_minflt - ru.ru_minflt,
+                          "maxrss_mb": ru2.ru_maxrss / 1024,
                           **{f"{k}_cpu": after[k] - v for k, v in others.items()}}),
               flush=True)
     if local_root is not None:  # the catalog and metadata (the data files are the cache's)
@@ -301,6 +308,10 @@ def main() -> None:
     parser.add_argument("--readers", default=",".join(READERS))
     parser.add_argument("--verbose", action="store_true", help="print the last run's log")
     parser.add_argument("--json", default=None, help="append every read's figures here")
+    parser.add_argument("--wrap", default=None,
+                        help="a command run before each child of the last round, READER "
+                             "replaced by the reader's name (perf record -g -o "
+                             "/tmp/perf-READER.data)")
     parser.add_argument("--before", default=None,
                         help="a checkout of earlier code: reader icefloe-before runs it")
     args = parser.parse_args()
@@ -367,6 +378,9 @@ def main() -> None:
                             "PROFILE_IO_FILES": json.dumps(files)}
                         if before:
                             env["PYTHONPATH"] = str(Path(args.before).resolve())
+                        if args.wrap and rep == args.reps:  # the last round, profiled
+                            name = re.sub(r"[^\w.=-]", "_", reader)
+                            cmd = [*args.wrap.replace("READER", name).split(), *cmd]
                         out = subprocess.run(cmd, cwd=args.before if before else None,
                                              env=env, capture_output=True, text=True,
                                              check=False)
@@ -389,7 +403,7 @@ def main() -> None:
                 label = reader if args.reads == 1 else f"{reader} ({which})"
                 ts = sorted(r["s"] for r in rs)
                 others = "  ".join(f"{k} {_median([r[k] for r in rs]):.3f}" for k in
-                                   ("user", "sys", "faults", "proxy_cpu", "weed_cpu",
+                                   ("user", "sys", "faults", "maxrss_mb", "proxy_cpu", "weed_cpu",
                                     "machine_cpu") if k in rs[0])
                 print(f"  {delay * 1000:.0f} ms {label:20s} median {_median(ts):.3f} s "
                       f"(CPU {_median([r['cpu'] for r in rs]):.3f} s; {others})  runs "

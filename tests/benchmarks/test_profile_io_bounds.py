@@ -55,3 +55,14 @@ def test_a_reader_name_carries_icefloe_options() -> None:
     assert reader_options("pyiceberg", "{}") == ("pyiceberg", {})
     with pytest.raises(ValueError, match="'ioConcurrency' is not key=value"):
         reader_options("icefloe:ioConcurrency", "{}")
+
+
+def test_a_reader_name_can_set_its_process_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``env.NAME=value`` in a reader name is an environment variable of the reader's
+    process (an experiment's switch), not an icefloe option."""
+    import os
+
+    monkeypatch.setenv("ICEFLOE_PROFILE_IO_TEST", "0")  # restored after the test
+    assert reader_options("icefloe:env.ICEFLOE_PROFILE_IO_TEST=1;batchSize=8", "{}") \
+        == ("icefloe", {"batchSize": "8"})
+    assert os.environ["ICEFLOE_PROFILE_IO_TEST"] == "1"
