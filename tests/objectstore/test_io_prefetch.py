@@ -412,6 +412,31 @@ def test_large_file_column_chunks_fetched_ahead_equal_pyiceberg(
         assert ranged >= 2
 
 
+def test_a_large_split_is_fetched_in_fewer_larger_requests_over_s3(
+        seaweed: SeaweedFS, large_file: str, proxy: CountingProxy,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A split's requests grow with it (``request_bytes``): scaled down to pieces of
+    1 MiB, the ~12 MB file is fetched in 1 MiB requests when a split may be cut into as
+    many as it takes, and in a few of about half of it when it must be cut into at least
+    2; both reads equal PyIceberg's scan."""
+    import icefloe.reader.ranged as ranged
+
+    monkeypatch.setattr(ranged, "PIECE_BYTES", 1 << 20)
+    catalog = _proxied(seaweed, proxy)
+    expected = catalog.load_table(large_file).scan().to_arrow()
+    counts = {}
+    for split_requests in (1 << 30, 2):
+        monkeypatch.setattr(ranged, "SPLIT_REQUESTS", split_requests)
+        items, readers = _read(IcebergSource(large_file, catalog=catalog,
+                                             options={"preserveOrder": "true"}))
+        got = pa.Table.from_batches([i.batch for i in items if i.batch.num_rows])
+        for name in expected.column_names:
+            assert got.column(name).to_pylist() == expected.column(name).to_pylist()
+        counts[split_requests] = sum(r.prefetch.stats.ranged_requests for r in readers)
+    assert counts[1 << 30] >= 10  # ~12 MB in pieces of 1 MiB
+    assert 2 <= counts[2] <= 4  # blocks of up to half the split
+
+
 def test_large_file_same_items_and_offsets_without_ranged_reads(
         seaweed: SeaweedFS, large_file: str, proxy: CountingProxy) -> None:
     catalog = _proxied(seaweed, proxy)
