@@ -1379,13 +1379,26 @@ def report(scale: str, recorded: dict[str, dict[str, Any]], took: float | None) 
                        rows))
 
 
+def figure_path(scale: str, recorded: dict[str, dict[str, Any]], given: Path | None,
+                results: Path | None) -> Path:
+    """Where a report's figure is drawn: ``given`` (``--figure``); else :data:`FIGURE`
+    when ``recorded`` holds every cell of ``scale`` (a whole run, or whole runs pooled);
+    else beside its results file, ``<results>.png``: a run of a few cells into a file of
+    their own must not replace the whole matrix's figure (session 25's did)."""
+    if given is not None:
+        return given
+    if {_key(*c) for c in cells(scale)} <= set(recorded):
+        return FIGURE
+    return (results or results_path(scale)).with_suffix(".png")
+
+
 def run(scale: str, only: set[str] | None = None, path: Path | None = None,
-        reps: int = 5) -> str:
+        reps: int = 5, figure: Path | None = None) -> str:
     started = time.perf_counter()
     recorded = measure_cells(scale, only, path, reps)
     took = time.perf_counter() - started if only is None else None
     try:
-        draw(recorded, FIGURE)
+        draw(recorded, figure_path(scale, recorded, figure, path))
     except ImportError:
         print("(no plot: matplotlib is not installed)", file=sys.stderr)
     return report(scale, recorded, took)
@@ -1412,8 +1425,9 @@ if __name__ == "__main__":
     parser.add_argument("--pool", type=Path, nargs="+", default=None, metavar="RESULTS",
                         help="report the cells of these results files (whole runs on the "
                         "same read code) pooled into one verdict per cell, and redraw")
-    parser.add_argument("--figure", type=Path, default=FIGURE,
-                        help=f"where the figure is drawn (default {FIGURE})")
+    parser.add_argument("--figure", type=Path, default=None,
+                        help=f"where the figure is drawn (default {FIGURE} when the "
+                        "results hold every cell of the scale, else <results>.png)")
     args = parser.parse_args()
     scale = args.scale.removeprefix("--")
     if scale not in SCALES:
@@ -1436,15 +1450,15 @@ if __name__ == "__main__":
             parser.error(f"--pool: not results files of the matrix's runs: {exc!r}")
         if not data:
             parser.error("--pool: the files share no cell")
-        draw(data, args.figure)
+        draw(data, figure_path(scale, data, args.figure, None))
         print(report(scale, data, None))
     elif args.report or args.planning:
         data = measure_planning(
             scale, None if args.cells is None else set(args.cells.split(",")),
             args.results, args.reps) if args.planning \
             else json.loads((args.results or results_path(scale)).read_text())
-        draw(data, args.figure)
+        draw(data, figure_path(scale, data, args.figure, args.results))
         print(report(scale, data, None))
     else:
         print(run(scale, None if args.cells is None else set(args.cells.split(",")),
-                  args.results, args.reps))
+                  args.results, args.reps, args.figure))
