@@ -315,6 +315,12 @@ def main() -> None:
     parser.add_argument("--before", default=None,
                         help="a checkout of earlier code: reader icefloe-before runs it")
     args = parser.parse_args()
+    if args.before:
+        from benchmarks.ab_matrix import prepare_tree
+
+        why = prepare_tree(Path(args.before))
+        if why:
+            parser.error(f"--before {args.before}: {why}")
 
     import shutil
     import tempfile

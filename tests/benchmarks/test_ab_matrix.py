@@ -102,3 +102,21 @@ def test_the_other_tree_gets_this_trees_compiled_decoder_or_a_reason(
     why = ab_matrix.same_native(other)
     assert why is not None and str(other / ab_matrix.NATIVE) in why and "build" in why
     assert not list((other / ab_matrix.NATIVE).glob("*.so"))
+
+
+def test_the_other_trees_bytecode_is_compiled_before_it_is_measured(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``PYTHONDONTWRITEBYTECODE`` set, an uninstalled tree compiles its modules in
+    every process, some of them inside a timed read: they are compiled first."""
+    from benchmarks import ab_matrix
+
+    here, other = tmp_path / "here", tmp_path / "other"
+    (here / ab_matrix.NATIVE).mkdir(parents=True)
+    (other / "icefloe" / "reader").mkdir(parents=True)
+    (other / "icefloe" / "reader" / "ranged.py").write_text("PIECE = 8\n")
+    monkeypatch.setattr(ab_matrix, "ROOT", here / "benchmarks")
+    assert ab_matrix.prepare_tree(other) is None
+    assert list((other / "icefloe" / "reader" / "__pycache__").glob("ranged.*.pyc"))
+    (other / "icefloe" / "broken.py").write_text("def (:\n")
+    why = ab_matrix.prepare_tree(other)
+    assert why is not None and "do not compile" in why
