@@ -589,6 +589,11 @@ def _key(size: int, row_groups: int, link: str) -> str:
     return f"{size // MB}:{row_groups}:{link.replace(' ', '-')}"
 
 
+def keys(scale: str) -> set[str]:
+    """The keys of the cells of ``scale`` (``--cells``, the results files' keys)."""
+    return {_key(*c) for c in cells(scale)}
+
+
 def load_avg() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
@@ -1387,7 +1392,7 @@ def figure_path(scale: str, recorded: dict[str, dict[str, Any]], given: Path | N
     their own must not replace the whole matrix's figure (session 25's did)."""
     if given is not None:
         return given
-    if {_key(*c) for c in cells(scale)} <= set(recorded):
+    if keys(scale) <= set(recorded):
         return FIGURE
     return (results or results_path(scale)).with_suffix(".png")
 
@@ -1433,7 +1438,7 @@ if __name__ == "__main__":
     if scale not in SCALES:
         parser.error(f"no such scale: {args.scale!r} (one of {', '.join(SCALES)})")
     if args.cells is not None:
-        known = {_key(*c) for c in cells(scale)}
+        known = keys(scale)
         unknown = sorted(set(args.cells.split(",")) - known)
         if unknown:
             parser.error(f"--cells: no such cell at {scale} scale: {', '.join(unknown)} "

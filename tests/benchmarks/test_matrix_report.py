@@ -566,7 +566,7 @@ def test_a_misspelled_scale_or_cell_is_refused_by_name(argv: list[str], named: s
 def test_a_run_of_some_cells_does_not_redraw_the_whole_matrix_figure(tmp_path: Path) -> None:
     """The figure of results holding every cell of the scale is the matrix's own; one of
     a few cells goes beside its results file; ``--figure`` wins either way."""
-    every = {bench_matrix._key(*c): {} for c in bench_matrix.cells("full")}
+    every: dict[str, dict[str, Any]] = {key: {} for key in bench_matrix.keys("full")}
     some = dict(list(every.items())[:2])
     results = tmp_path / "matrix-results-some.json"
     assert bench_matrix.figure_path("full", every, None, results) == bench_matrix.FIGURE
