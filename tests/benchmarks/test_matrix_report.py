@@ -574,3 +574,33 @@ def test_a_run_of_some_cells_does_not_redraw_the_whole_matrix_figure(tmp_path: P
         tmp_path / "matrix-results-some.png"
     assert bench_matrix.figure_path("full", some, tmp_path / "f.png", results) == \
         tmp_path / "f.png"
+
+
+def test_the_kept_whole_runs_are_whole_and_report() -> None:
+    """Each whole run kept in ``benchmarks/runs`` (committed, for later runs on the same
+    read code to be pooled with: ``benchmarks/data`` is a cache, and sessions 21-24's
+    results went with their checkouts) holds every cell of the full matrix, every
+    contender's reads in every cell and its planning timed alone, and reports as one
+    row per cell; two or more pool."""
+    import json
+
+    from benchmarks.bench_matrix import keys, pool
+    from benchmarks.common import ROOT
+
+    kept = sorted((ROOT / "runs").glob("matrix-session*.json"))
+    assert kept, "no whole run of the matrix kept in benchmarks/runs"
+    runs = [json.loads(path.read_text()) for path in kept]
+    for path, run in zip(kept, runs, strict=True):
+        assert set(run) == keys("full"), path.name
+        for key, cell in run.items():
+            reads = cell["seconds"]
+            assert {"icefloe (defaults)", "icefloe (tuned)", "pyarrow dataset",
+                    "pyiceberg"} <= set(reads), (path.name, key)
+            assert len({len(reads[n]) for n in ("icefloe (defaults)", "pyarrow dataset",
+                                               "pyiceberg")}) == 1, (path.name, key)
+            assert cell["planning"]["seconds"], (path.name, key)
+        table = [line for line in report("full", run, None).splitlines()
+                 if line.startswith("| ") and "MB |" in line]
+        assert len(table) == len(keys("full")), path.name
+    if len(runs) > 1:
+        assert set(pool(runs)) == keys("full")
