@@ -39,7 +39,9 @@ from tests.reliability.spark_harness import (
     Cluster,
     SparkQuery,
     SparkVerdict,
+    age,
     driver_executors,
+    failed_tasks,
     free_port,
     judge_sink,
     kill_group,
@@ -165,8 +167,9 @@ def executor_kills(root: Path, size: SparkSize, rng: random.Random) -> SparkVerd
     ``size.kills`` kills have failed a running task (at most ``5 * size.kills`` kills).
 
     A kill waits for a running task (the driver's REST API has one and a Python worker
-    of the executor is using CPU); it counts as a hit when Spark logs a lost task before
-    the open batch commits (after its retry).
+    of the executor is using CPU), freezes the victim and kills it once the driver has
+    shown a running task for :data:`HOLD` seconds; it counts as a hit when the driver
+    counts a failed task attempt before the open batch commits (after its retry).
     """
     started = time.monotonic()
     writer = _setup(root, size)
@@ -178,7 +181,7 @@ def executor_kills(root: Path, size: SparkSize, rng: random.Random) -> SparkVerd
             proc = query.start(ui_port=ui_port)
             try:
                 _kill_executors(query, proc, cluster, ui_port, size, rng, verdict)
-                verdict.task_failures = query.lost_tasks()
+                verdict.task_failures = failed_tasks(ui_port)
                 writer.stop(size.timeout)
                 query.finish(proc, size.timeout * 3)
                 verdict.executors = cluster.executors_started()
@@ -189,35 +192,71 @@ def executor_kills(root: Path, size: SparkSize, rng: random.Random) -> SparkVerd
     return _judge(root, query, verdict, started)
 
 
+HOLD = 2.0
+"""Seconds the driver must show a running task while the victim is frozen (SIGSTOP) before
+the SIGKILL: longer than its listener's lag, so the task is one the frozen process holds."""
+
+
+def _task_held(ui_port: int, timeout: float) -> float:
+    """With the victim frozen, wait until the driver has shown a running task for
+    :data:`HOLD` seconds on end; the seconds waited (``timeout`` if it never did).
+
+    A frozen process cannot finish its task; a frozen idle Python worker stays in the
+    executor's idle queue and is handed the next task, which then waits on it too."""
+    started = time.monotonic()
+    since: float | None = None
+    while (now := time.monotonic()) - started < timeout:
+        if _active_tasks(ui_port) == 0:
+            since = None
+        elif since is None:
+            since = now
+        elif now - since >= HOLD:
+            return now - started
+        time.sleep(0.05)
+    return timeout
+
+
+def _signal(pids: list[int], sig: signal.Signals) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+
+
 def _kill_executors(query: SparkQuery, proc: subprocess.Popen[bytes], cluster: Cluster,
                     ui_port: int, size: SparkSize, rng: random.Random,
                     verdict: SparkVerdict) -> None:
+    """Kill the executor JVM or all its Python workers, alternately, mid-task.
+
+    A task's Python work is short (~0.15 s on 2 x 5,000 rows) and the driver's REST API
+    reports tasks late, so a kill timed on "a task runs and a worker uses CPU" mostly hit
+    a worker already back in the idle queue (CI: 9 of 9 missed). So the victim is frozen
+    first and killed only once the driver shows a task that cannot finish without it."""
     hits = 0
     while hits < size.kills and verdict.kills < 5 * size.kills:
         victim = "executor JVM" if hits % 2 == 0 else "Python worker"
-        busy: list[int] = []
 
-        def running(busy: list[int] = busy) -> bool:
-            if _active_tasks(ui_port) == 0:
-                return False
-            busy[:] = cluster.busy_python_workers()
-            return bool(busy)
+        def running() -> bool:
+            return _active_tasks(ui_port) > 0 and bool(cluster.busy_python_workers())
 
         _progress(query, proc, running, size.timeout, "waiting for a running task")
         time.sleep(rng.uniform(0.0, 0.05))
-        pids = cluster.executors() if victim == "executor JVM" else busy
-        lost_before, state = query.lost_tasks(), query.state()
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        pids = cluster.executors() if victim == "executor JVM" else cluster.python_workers()
+        ages = ", ".join(f"{pid} aged {age(pid):.1f} s" for pid in pids)
+        _signal(pids, signal.SIGSTOP)
+        held = _task_held(ui_port, size.timeout)
+        failed_before, state = failed_tasks(ui_port), query.state()
+        _signal(pids, signal.SIGKILL)
         verdict.kills += 1
         verdict.mid_batch_kills += state.open
         # Spark retries the lost task (on a new executor): the batch commits
         _progress(query, proc, lambda p=state.planned: query.state().committed >= p,
                   size.timeout, f"batch {state.planned} after killing the {victim}")
-        hit = query.lost_tasks() > lost_before
+        hit = failed_tasks(ui_port) > failed_before
         hits += hit
         verdict.kill_phases[f"{victim}, {'task failed' if hit else 'no task hit'}"] += 1
+        verdict.kill_notes.append(f"{victim} ({ages}) frozen {held:.1f} s, in batch "
+                                  f"{state.planned} (open: {state.open}): "
+                                  f"{'hit' if hit else 'no task hit'}")
 
 
 SCENARIOS = {DRIVER: driver_kills, EXECUTOR: executor_kills}

@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--local-dir", help="spark.local.dir (scratch space)")
     parser.add_argument("--java-options", default="", help="driver and executor JVM options")
     parser.add_argument("--log-level", default="ERROR", help="Spark's log level (WARN logs "
-                        "every lost task)")
+                        "lost executors and most lost tasks)")
     parser.add_argument("--max-seconds", type=float, default=600.0)
     args = parser.parse_args(argv)
 
