@@ -55,7 +55,7 @@ def test_executor_and_python_worker_killed_mid_task(tmp_path: Path) -> None:
     size = SparkSize(rows=20_000, files=4, append_rows=5_000, append_interval=2.0, kills=2)
     verdict = executor_kills(tmp_path, size, rng)
     _assert_exact(verdict)
-    kills = "\n".join(verdict.kill_notes)
+    kills = "\n".join([*verdict.kill_notes, repr(verdict)])
     assert verdict.task_failures >= 2, kills  # both kills failed a running task ...
     assert verdict.executors >= 2, verdict  # ... and the killed executor was replaced
 
