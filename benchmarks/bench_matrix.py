@@ -1117,8 +1117,11 @@ def s3_ceiling(cell: dict[str, Any], peer: str) -> str | None:
                                   "decode + fetch" else
                                   f"{found['data_who']}'s, its planning's taken off, "
                                   f"{found['data']:.2f} s")
-                               + f" + SeaweedFS and proxy {found['data_server']:.2f} s) "
-                               f"over {found['cores']} cores"}
+                               + (f" + SeaweedFS and proxy {found['data_server']:.2f} s"
+                                  if found["server_who"] == FETCH else
+                                  f"; the servers' CPU left out: {found['server_who']}'s "
+                                  f"reads cost them less than the bare fetch")
+                               + f") over {found['cores']} cores"}
     name = "1.5x PyIceberg" if peer == "pyiceberg" else \
         "1.0x PyArrow (its listing before its clock)"
     return (f"S3 floor: {terms[found['which']]} is {bound:.3f} s; {name} "

@@ -211,6 +211,9 @@ def test_the_s3_floor_only_maxes_what_the_cell_refutes() -> None:
     assert found["bounds"]["data after planning"] == pytest.approx(0.11 + 0.34 / 2)
     assert found["bounds"]["whole"] == pytest.approx((0.34 + 0.10) / 2)
     assert found["bound"] == pytest.approx(0.28) and found["which"] == "data after planning"
+    why = bench_matrix.s3_ceiling(cell, "pyiceberg")  # 0.28 > 0.39 / 1.5
+    assert why is not None and "SeaweedFS and proxy" not in why
+    assert "the servers' CPU left out: pyarrow dataset's reads cost them less" in why
 
 
 def test_the_s3_floor_takes_each_readers_data_cpu_where_planning_was_timed() -> None:
