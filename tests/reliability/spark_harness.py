@@ -493,34 +493,32 @@ def _alive_workers(ui_port: int) -> int:
     return sum(1 for w in state.get("workers", []) if w.get("state") == "ALIVE")
 
 
-def failed_tasks(ui_port: int) -> int:
-    """Task attempts that failed in any stage, from the driver's REST API (``stages``).
-
-    Not the driver log: a task lost with its executor is logged as a WARN ("Lost task")
-    only when Spark blames the task for the exit, at INFO otherwise. Not the executors'
-    ``failedTasks`` either: an executor removed before its task's end event keeps 0."""
-    base = f"http://127.0.0.1:{ui_port}/api/v1/applications"
-    try:
-        with urllib.request.urlopen(base, timeout=2) as answer:
-            apps = json.load(answer)
-        if not apps:
-            return 0
-        with urllib.request.urlopen(f"{base}/{apps[0]['id']}/stages", timeout=5) as answer:
-            return sum(int(stage.get("numFailedTasks", 0)) for stage in json.load(answer))
-    except (OSError, ValueError):
-        return 0
-
-
-def driver_executors(ui_port: int) -> list[dict[str, Any]]:
-    """Every executor of the driver's application (dead ones too), from its REST API."""
+def _driver_api(ui_port: int, resource: str, timeout: float = 2.0) -> list[dict[str, Any]]:
+    """``resource`` (``allexecutors``, ``stages``) of the driver's application from its
+    REST API; empty while the driver has no application or does not answer."""
     base = f"http://127.0.0.1:{ui_port}/api/v1/applications"
     try:
         with urllib.request.urlopen(base, timeout=2) as answer:
             apps = json.load(answer)
         if not apps:
             return []
-        with urllib.request.urlopen(f"{base}/{apps[0]['id']}/allexecutors",
-                                    timeout=2) as answer:
-            return [e for e in json.load(answer) if e.get("id") != "driver"]
+        with urllib.request.urlopen(f"{base}/{apps[0]['id']}/{resource}",
+                                    timeout=timeout) as answer:
+            return list(json.load(answer))
     except (OSError, ValueError):
         return []
+
+
+def failed_tasks(ui_port: int) -> int:
+    """Task attempts that failed in any stage, from the driver's REST API (``stages``).
+
+    Not the driver log: a task lost with its executor is logged as a WARN ("Lost task")
+    only when Spark blames the task for the exit, at INFO otherwise. Not the executors'
+    ``failedTasks`` either: an executor removed before its task's end event keeps 0."""
+    return sum(int(stage.get("numFailedTasks", 0))
+               for stage in _driver_api(ui_port, "stages", timeout=5.0))
+
+
+def driver_executors(ui_port: int) -> list[dict[str, Any]]:
+    """Every executor of the driver's application (dead ones too), from its REST API."""
+    return [e for e in _driver_api(ui_port, "allexecutors") if e.get("id") != "driver"]
