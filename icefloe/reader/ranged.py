@@ -65,10 +65,17 @@ COALESCE_GAP = 64 * 1024
 AHEAD_BYTES = PREFETCH_MAX_BYTES
 """Most bytes one reader holds fetched ahead and not yet read (at least one request)."""
 
-STREAM_ROW_GROUP_BYTES = AHEAD_BYTES // 2
+STREAM_ROW_GROUP_BYTES = AHEAD_BYTES
 """A row group holding more selected bytes than this is read through buffered column
-streams (:func:`ranged_reader`): read whole, it would take more than half the bytes a
-reader may hold ahead, and the next row group's fetch could not start before it decodes."""
+streams (:func:`ranged_reader`): read whole, it could not be fetched within the bytes a
+reader may hold ahead. Up to this, a row group is fetched in a split's larger requests
+(:func:`request_bytes`) and read whole: Parquet reads all of its column chunks when its
+decode starts, each read dropping its block from the bytes held, so the next row group's
+fetch runs while this one decodes (a reader holds at most the row group it decodes plus
+:data:`AHEAD_BYTES`). Streamed, a 62 MB row group took 12 requests of 8 MiB instead of 4-5;
+at half of :data:`AHEAD_BYTES` (as before session 28), 256 MB x 4 and 1 GB x 16 row groups
+(61 and 60 MiB) were streamed; read whole, their reads over S3 were 3-13 % faster
+with a quarter less of SeaweedFS's CPU (benchmarks/RESULTS.md, "Session 28")."""
 
 STREAM_BUFFER_BYTES = 4 * 1024 * 1024
 """Parquet's read buffer of a column chunk read as a stream (:func:`ranged_reader`): the
