@@ -559,6 +559,38 @@ def test_a_large_row_group_is_streamed_within_the_bytes_ahead(
         assert held >= chunk > ahead
 
 
+def test_a_row_group_within_the_bytes_ahead_is_read_whole_in_larger_requests(
+        seaweed: SeaweedFS, one_row_group: str, proxy: CountingProxy,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row group of more than half the bytes a reader may hold ahead, and no more than
+    them (the matrix's 256 MB x 4 and 1 GB x 16 row groups: 61 and 60 MiB against 64 MiB),
+    is read whole, fetched in the split's requests (an eighth of it here) rather than
+    streamed in pieces: fewer requests, every one of them within the bytes ahead, and the
+    rows PyIceberg's scan reads. (Scaled down: pieces of 512 KiB, 12 MiB ahead, the
+    streaming size in the module's own proportion to the bytes ahead.)"""
+    import icefloe.reader.ranged as ranged
+
+    piece, ahead = 512 * 1024, 12 * 1024 * 1024
+    stream_at = ranged.STREAM_ROW_GROUP_BYTES * ahead // ranged.AHEAD_BYTES
+    chunk = ONE_GROUP_ROWS * 8  # a column of doubles, uncompressed
+    assert ahead / 2 < 2 * chunk <= ahead  # the row group: the shape asked about
+    monkeypatch.setattr(ranged, "PIECE_BYTES", piece)
+    monkeypatch.setattr(ranged, "AHEAD_BYTES", ahead)
+    monkeypatch.setattr(ranged, "STREAM_ROW_GROUP_BYTES", stream_at)
+    catalog = _proxied(seaweed, proxy)
+    expected = catalog.load_table(one_row_group).scan().to_arrow()
+    items, readers = _read(IcebergSource(one_row_group, catalog=catalog,
+                                         options={"preserveOrder": "true"}))
+    got = pa.Table.from_batches([i.batch for i in items if i.batch.num_rows])
+    for name in expected.column_names:
+        assert got.column(name).to_pylist() == expected.column(name).to_pylist()
+    stats = [r.prefetch.stats for r in readers]
+    assert sum(s.streamed_splits for s in stats) == 0
+    requests = sum(s.ranged_requests for s in stats)
+    assert 0 < requests <= ranged.SPLIT_REQUESTS + 2  # an eighth each (cut at the chunks)
+    assert requests < 2 * chunk // piece  # streamed, it would take a request per piece
+    assert max(s.ranged_max_held_bytes for s in stats) <= ahead
+
 
 def _waves(requests: list[tuple[float, str, int]], gap: float) -> list[list[str]]:
     """The methods of ``requests`` grouped into round trips in series: a request sent more
