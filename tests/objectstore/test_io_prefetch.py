@@ -525,6 +525,20 @@ def one_row_group(seaweed: SeaweedFS) -> str:
                           compression="none")
 
 
+def _read_as_pyiceberg(seaweed: SeaweedFS, proxy: CountingProxy, table: str
+                       ) -> list[Any]:
+    """Read ``table`` in order through the proxy, check every column against PyIceberg's
+    scan of it, and return each reader's prefetch stats."""
+    catalog = _proxied(seaweed, proxy)
+    expected = catalog.load_table(table).scan().to_arrow()
+    items, readers = _read(IcebergSource(table, catalog=catalog,
+                                         options={"preserveOrder": "true"}))
+    got = pa.Table.from_batches([i.batch for i in items if i.batch.num_rows])
+    for name in expected.column_names:
+        assert got.column(name).to_pylist() == expected.column(name).to_pylist()
+    return [r.prefetch.stats for r in readers]
+
+
 @pytest.mark.parametrize("streamed", [True, False])
 def test_a_large_row_group_is_streamed_within_the_bytes_ahead(
         seaweed: SeaweedFS, one_row_group: str, proxy: CountingProxy,
@@ -541,14 +555,7 @@ def test_a_large_row_group_is_streamed_within_the_bytes_ahead(
     monkeypatch.setattr(ranged, "PIECE_BYTES", piece)
     monkeypatch.setattr(ranged, "AHEAD_BYTES", ahead)
     monkeypatch.setattr(ranged, "STREAM_ROW_GROUP_BYTES", ahead // 2 if streamed else 1 << 40)
-    catalog = _proxied(seaweed, proxy)
-    expected = catalog.load_table(one_row_group).scan().to_arrow()
-    items, readers = _read(IcebergSource(one_row_group, catalog=catalog,
-                                         options={"preserveOrder": "true"}))
-    got = pa.Table.from_batches([i.batch for i in items if i.batch.num_rows])
-    for name in expected.column_names:
-        assert got.column(name).to_pylist() == expected.column(name).to_pylist()
-    stats = [r.prefetch.stats for r in readers]
+    stats = _read_as_pyiceberg(seaweed, proxy, one_row_group)
     held = max(s.ranged_max_held_bytes for s in stats)
     chunk = ONE_GROUP_ROWS * 8  # a column of doubles, uncompressed
     assert sum(s.streamed_splits for s in stats) == (1 if streamed else 0)
@@ -577,14 +584,7 @@ def test_a_row_group_within_the_bytes_ahead_is_read_whole_in_larger_requests(
     monkeypatch.setattr(ranged, "PIECE_BYTES", piece)
     monkeypatch.setattr(ranged, "AHEAD_BYTES", ahead)
     monkeypatch.setattr(ranged, "STREAM_ROW_GROUP_BYTES", stream_at)
-    catalog = _proxied(seaweed, proxy)
-    expected = catalog.load_table(one_row_group).scan().to_arrow()
-    items, readers = _read(IcebergSource(one_row_group, catalog=catalog,
-                                         options={"preserveOrder": "true"}))
-    got = pa.Table.from_batches([i.batch for i in items if i.batch.num_rows])
-    for name in expected.column_names:
-        assert got.column(name).to_pylist() == expected.column(name).to_pylist()
-    stats = [r.prefetch.stats for r in readers]
+    stats = _read_as_pyiceberg(seaweed, proxy, one_row_group)
     assert sum(s.streamed_splits for s in stats) == 0
     requests = sum(s.ranged_requests for s in stats)
     assert 0 < requests <= ranged.SPLIT_REQUESTS + 2  # an eighth each (cut at the chunks)
