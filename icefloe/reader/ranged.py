@@ -72,7 +72,7 @@ reader may hold ahead. Up to this, a row group is fetched in a split's larger re
 (:func:`request_bytes`) and read whole: Parquet reads all of its column chunks when its
 decode starts, each read dropping its block from the bytes held, so the next row group's
 fetch runs while this one decodes (a reader holds at most the row group it decodes plus
-:data:`AHEAD_BYTES`). Streamed, a 62 MB row group took 12 requests of 8 MiB instead of 4-5;
+:data:`AHEAD_BYTES`). Streamed, a ~62 MB row group took 11-12 requests of 8 MiB, not 4-6;
 at half of :data:`AHEAD_BYTES` (as before session 28), 256 MB x 4 and 1 GB x 16 row groups
 (61 and 60 MiB) were streamed; read whole, their reads over S3 were 3-13 % faster
 with a quarter less of SeaweedFS's CPU (benchmarks/RESULTS.md, "Session 28")."""
