@@ -30,9 +30,12 @@ def test_recommendation_is_read_back_at_least_as_fast(catalog: SqlCatalog) -> No
     result = tune("db.tune", catalog=catalog, options=base, budget="20s",
                   sweep={"batchSize": [WRONG_BATCH, GOOD_BATCH]})
     options = check_recommendation(result)
-    assert result.sample_files == FILES  # a small table is read whole
-    assert result.sample_rows == FILES * ROWS_PER_FILE
-    assert result.trials[0].rows == FILES * ROWS_PER_FILE * result.loops
+    # a small table is read whole, in loops; only a calibration read slower than its
+    # target (a loaded machine: seen at load 7-8 beside the suite) cuts it, to one loop
+    assert result.sample_files == FILES or (result.sample_files < FILES
+                                            and result.loops == 1), result.render()
+    assert result.sample_rows == result.sample_files * ROWS_PER_FILE
+    assert result.trials[0].rows == result.sample_rows * result.loops
     assert [result.reference(t).setting["batchSize"] for t in result.trials] == [WRONG_BATCH] * 2
     baseline = IcebergSource("db.tune", catalog=catalog, options=base)
     recommended = IcebergSource("db.tune", catalog=catalog, options={**base, **options})
