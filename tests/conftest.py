@@ -113,9 +113,14 @@ test``) the tests of one engine run in one worker, which starts it once. Tests t
 their own Spark or Ray processes are spread freely."""
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Puts each test using a fixture of :data:`ENGINE_FIXTURES` into that engine's
-    ``xdist_group`` (the first one found wins)."""
+    ``xdist_group`` (the first one found wins).
+
+    ``tryfirst``: pytest-xdist's worker reads the groups in its own hook of the same name,
+    which otherwise runs before this conftest's and sees no group (tests/test_xdist_groups.py).
+    """
     for item in items:
         for fixture, group in ENGINE_FIXTURES.items():
             if fixture in getattr(item, "fixturenames", ()):
