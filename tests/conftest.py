@@ -106,11 +106,24 @@ def append_partitioned(table: Table, data: pa.Table) -> Snapshot:
 
 
 
-ENGINE_FIXTURES = {"spark": "spark", "ray_local": "ray"}
-"""Session-wide engines (the Spark suite's SparkSession, the local Ray) by fixture name, and
-the ``xdist_group`` their tests go into: under ``pytest -n N --dist loadgroup`` (``make
-test``) the tests of one engine run in one worker, which starts it once. Tests that start
-their own Spark or Ray processes are spread freely."""
+ENGINE_FIXTURES = {"spark": "spark", "ray_local": "ray", "connect_server": "connect"}
+"""Session-wide engines (the Spark suite's SparkSession, the local Ray, one Spark Connect
+server) by fixture name, and the ``xdist_group`` their tests go into: under ``pytest -n N
+--dist loadgroup`` (``make test``) the tests of one engine run in one worker, which starts
+it once. Tests that start their own Spark or Ray processes are spread freely."""
+
+
+@pytest.fixture(scope="session")
+def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One real Spark Connect server for the test session (:mod:`tests.spark.connect_server`;
+    stopped at the end, also when a test fails), shared by the README's Connect blocks and
+    the Connect suite: each start costs a JVM and ~35 s here. Skips where PySpark's Connect
+    client is not installed."""
+    pytest.importorskip("pyspark.sql.connect.session", reason="needs pyspark[connect]")
+    from tests.spark.connect_server import ConnectServer
+
+    with ConnectServer(tmp_path_factory.mktemp("connect")) as running:
+        yield running
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -10,8 +10,8 @@ A comment right before a block says where it runs:
 - ``<!-- docs-test: spark -->`` / ``ray`` / ``nessie``: in a script of their own, with Spark
   (a plain ``SparkSession``, with neither ``PYSPARK_PYTHON`` nor the venv on the PATH), Ray,
   or a Nessie test double (``NESSIE_URI`` defined, the demo table committed to it);
-- ``<!-- docs-test: connect -->``: against a real Spark Connect server started for the
-  test (tests/spark/connect_server.py), its address put where the block says
+- ``<!-- docs-test: connect -->``: against a real Spark Connect server, the test session's
+  one (``connect_server`` in tests/conftest.py), its address put where the block says
   ``sc://localhost:15002`` (Spark Connect's default port);
 - ``<!-- docs-test: cluster (where) -->``: run by the cluster tier (``make test-cluster``,
   root: tests/cluster/) on hosts in network namespaces, its host names substituted;
@@ -28,6 +28,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -162,20 +163,22 @@ def test_spark_blocks_run_with_a_plain_session(doc: Path, tmp_path: Path) -> Non
     _follow(doc, "spark", tmp_path, plain_spark=True)
 
 
+CONNECT_DOCS = [doc for doc in DOCS if any(b.group == "connect" for b in blocks(doc))]
+
+
 @pytest.mark.spark
-@pytest.mark.parametrize("doc", DOCS, ids=[d.name for d in DOCS])
-def test_connect_blocks_run_against_a_connect_server(doc: Path, tmp_path: Path) -> None:
-    if not any(b.group == "connect" for b in blocks(doc)):
-        pytest.skip(f"{doc.name} has no connect blocks")
-    pytest.importorskip("pyspark.sql.connect.session", reason="needs pyspark[connect]")
+@pytest.mark.parametrize("doc", CONNECT_DOCS, ids=[d.name for d in CONNECT_DOCS])
+def test_connect_blocks_run_against_a_connect_server(doc: Path, tmp_path: Path,
+                                                    connect_server: Any) -> None:
+    """Against the test session's Connect server (tests/conftest.py: one for these and the
+    Connect suite, their tests in one xdist group)."""
     import pyarrow.parquet as pq
 
     from icefloe.catalog.loader import embedded_catalog
-    from tests.spark.connect_server import ConnectServer
 
     _setup(tmp_path)
-    with ConnectServer(tmp_path / "connect-server") as server:
-        _follow(doc, "connect", tmp_path, setup=False, substitute={CONNECT_URL: server.url})
+    _follow(doc, "connect", tmp_path, setup=False,
+            substitute={CONNECT_URL: connect_server.url})
     expected = embedded_catalog(tmp_path / "icefloe-warehouse").load_table(
         "demo.events").scan().count()
     written = [d for d in ("connect-out", "cli-out", "connect-backfill")

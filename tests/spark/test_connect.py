@@ -56,10 +56,10 @@ from tests.spark.test_changelog import changelog_history
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConnectServer]:
-    """One Connect server for the module (stopped at the end, also when a test fails)."""
-    with ConnectServer(tmp_path_factory.mktemp("connect")) as running:
-        yield running
+def server(connect_server: ConnectServer) -> ConnectServer:
+    """The test session's Connect server (``tests/conftest.py``: shared with the README's
+    Connect blocks, its tests in one xdist group)."""
+    return connect_server
 
 
 @pytest.fixture(scope="module")
