@@ -19,6 +19,10 @@ from pyiceberg.typedef import Record
 
 from tests.helpers.seaweed import SeaweedFS, running_or_skip
 from tests.helpers.tables import _commit, make_catalog
+from tests.helpers.xdist_groups import (  # noqa: F401  (the hook: registered from here)
+    ENGINE_FIXTURES,
+    pytest_collection_modifyitems,
+)
 
 
 @pytest.fixture
@@ -106,13 +110,6 @@ def append_partitioned(table: Table, data: pa.Table) -> Snapshot:
 
 
 
-ENGINE_FIXTURES = {"spark": "spark", "ray_local": "ray", "connect_server": "connect"}
-"""Session-wide engines (the Spark suite's SparkSession, the local Ray, one Spark Connect
-server) by fixture name, and the ``xdist_group`` their tests go into: under ``pytest -n N
---dist loadgroup`` (``make test``) the tests of one engine run in one worker, which starts
-it once. Tests that start their own Spark or Ray processes are spread freely."""
-
-
 @pytest.fixture(scope="session")
 def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """One real Spark Connect server for the test session (:mod:`tests.spark.connect_server`;
@@ -124,21 +121,6 @@ def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
     with ConnectServer(tmp_path_factory.mktemp("connect")) as running:
         yield running
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Puts each test using a fixture of :data:`ENGINE_FIXTURES` into that engine's
-    ``xdist_group`` (the first one found wins).
-
-    ``tryfirst``: pytest-xdist's worker reads the groups in its own hook of the same name,
-    which otherwise runs before this conftest's and sees no group (tests/test_xdist_groups.py).
-    """
-    for item in items:
-        for fixture, group in ENGINE_FIXTURES.items():
-            if fixture in getattr(item, "fixturenames", ()):
-                item.add_marker(pytest.mark.xdist_group(group))
-                break
 
 
 @pytest.fixture(scope="session")

@@ -4,8 +4,8 @@ every test using the shared SparkSession runs in one worker.
 pytest 9.2 moved node ids to a structured form and pytest-xdist 3.8's ``loadgroup`` kept
 writing the old field, so the grouping silently stopped (pytest-dev/pytest-xdist#1386):
 each worker then started its own SparkSession and Ray. This runs a small suite through
-``tests/conftest.py``'s own hook in a child pytest and reads which worker ran what, so a
-lock upgrade that breaks the grouping again fails here rather than only slowing CI.
+the hook ``tests/conftest.py`` registers, in a child pytest, and reads which worker ran
+what: a lock upgrade that breaks the grouping again fails here, not only slows CI.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 CONFTEST = '''
 import pytest
-from tests.conftest import pytest_collection_modifyitems  # noqa: F401  (the hook under test)
+from tests.helpers.xdist_groups import pytest_collection_modifyitems  # noqa: F401
 
 @pytest.fixture
 def spark():
