@@ -24,8 +24,9 @@ demo: setup
 # session 20 20.9 min, session 21 19.5 min here: 18:19 parallel + 71 s serial); the tests
 # of the shared SparkSession, of the local Ray and of the one Spark Connect server each stay
 # in one worker (tests/conftest.py, ENGINE_FIXTURES; until session 30 the groups were
-# silently not applied: tests/test_xdist_groups.py); tests marked serial run alone afterwards. --durations: the slowest
-# tests are named in CI's log, where the 20-minute goal is kept or lost.
+# silently not applied: tests/test_xdist_groups.py); tests marked serial run alone
+# afterwards. --durations: the slowest tests are named in CI's log, where the 20-minute
+# goal is kept or lost.
 TEST_TIERS := not slow and not interop and not cluster and not wheel
 test: setup
 	-bash scripts/ensure-postgres.sh
