@@ -23,7 +23,7 @@ demo: setup
 # session 18 measured 22 min against 27-34 min in one process; session 19 20.3 min,
 # session 20 20.9 min, session 21 19.5 min here: 18:19 parallel + 71 s serial); the tests
 # of the shared SparkSession, of the local Ray and of the one Spark Connect server each stay
-# in one worker (tests/conftest.py, ENGINE_FIXTURES; until session 30 the groups were
+# in one worker (tests/helpers/xdist_groups.py; until session 30 the groups were
 # silently not applied: tests/test_xdist_groups.py); tests marked serial run alone
 # afterwards. --durations: the slowest tests are named in CI's log, where the 20-minute
 # goal is kept or lost.

@@ -20,7 +20,6 @@ from pyiceberg.typedef import Record
 from tests.helpers.seaweed import SeaweedFS, running_or_skip
 from tests.helpers.tables import _commit, make_catalog
 from tests.helpers.xdist_groups import (  # noqa: F401  (the hook: registered from here)
-    ENGINE_FIXTURES,
     pytest_collection_modifyitems,
 )
 

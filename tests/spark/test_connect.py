@@ -1,5 +1,6 @@
 """icefloe through Spark Connect: a real Connect server (PySpark's own script, on a free
-loopback port, one for the module) and a Connect client session in this process.
+loopback port: the test session's ``connect_server``, shared with the README's Connect
+blocks) and a Connect client session in this process.
 
 What a Connect user does: ``icefloe.spark.register`` (no ``sparkContext`` on a Connect
 client), batch reads, changelog reads, ``availableNow`` and continuous streams into
@@ -56,18 +57,11 @@ from tests.spark.test_changelog import changelog_history
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 
 @pytest.fixture(scope="module")
-def server(connect_server: ConnectServer) -> ConnectServer:
-    """The test session's Connect server (``tests/conftest.py``: shared with the README's
-    Connect blocks, its tests in one xdist group)."""
-    return connect_server
-
-
-@pytest.fixture(scope="module")
-def connect(server: ConnectServer) -> Iterator[Any]:
+def connect(connect_server: ConnectServer) -> Iterator[Any]:
     """A Connect client session with icefloe registered. PySpark marks the whole process
     as a Connect client once one exists (an environment variable): it is unmarked after
     the module, so the suite's classic session keeps working."""
-    with connect_client(server.url) as spark:
+    with connect_client(connect_server.url) as spark:
         yield spark
 
 
@@ -219,7 +213,8 @@ def _cli_catalog(catalog: SqlCatalog) -> list[str]:
             for part in ("-o", f"{key}={value}")] + ["--catalog", "test"]
 
 
-def test_cli_read_and_stream_with_remote(server: ConnectServer, tmp_path: Path) -> None:
+def test_cli_read_and_stream_with_remote(connect_server: ConnectServer,
+                                        tmp_path: Path) -> None:
     catalog = make_catalog(tmp_path)
     table = make_table(catalog)
     table.append(rows(12))
@@ -227,34 +222,34 @@ def test_cli_read_and_stream_with_remote(server: ConnectServer, tmp_path: Path) 
     oracle = sorted(table.scan().to_arrow().column("id").to_pylist())
 
     done = _cli(["read", "db.events", *_cli_catalog(catalog), "--engine", "spark",
-                 "--remote", server.url, "--to", "out"], tmp_path)
+                 "--remote", connect_server.url, "--to", "out"], tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "wrote 20 rows" in done.stdout
     assert sorted(pq.read_table(tmp_path / "out").column("id").to_pylist()) == oracle
 
     stream = ["stream", "db.events", *_cli_catalog(catalog), "--engine", "spark",
-              "--remote", server.url, "--sink", f"parquet:{tmp_path / 's'}",
+              "--remote", connect_server.url, "--sink", f"parquet:{tmp_path / 's'}",
               "--checkpoint", str(tmp_path / "ckpt"), "--available-now"]
     done = _cli(stream, tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert _ids(tmp_path / "s") == oracle
 
     bad = _cli(["read", "db.events", *_cli_catalog(catalog), "--engine", "spark",
-                "--remote", server.url, "--to", "bad", "-o", "snapshotId=7"], tmp_path)
+                "--remote", connect_server.url, "--to", "bad", "-o", "snapshotId=7"], tmp_path)
     assert bad.returncode == EXIT_SNAPSHOT, bad.stderr
     assert bad.stderr.startswith("error: SnapshotNotFoundError: "), bad.stderr
     assert not (tmp_path / "bad").exists()
 
 
 def test_cli_remote_paths_are_this_machines_and_unwritable_ones_fail_typed(
-        server: ConnectServer, tmp_path: Path) -> None:
+        connect_server: ConnectServer, tmp_path: Path) -> None:
     """With ``--remote`` a relative ``--checkpoint`` / sink means this directory (the
     server's working directory is elsewhere); a checkpoint or sink the server cannot
     create fails with CheckpointError / OutputError naming the path and the fix."""
     catalog = make_catalog(tmp_path)
     make_table(catalog).append(rows(7))
     base = ["stream", "db.events", *_cli_catalog(catalog), "--engine", "spark",
-            "--remote", server.url, "--available-now"]
+            "--remote", connect_server.url, "--available-now"]
     done = _cli([*base, "--checkpoint", "rel-ckpt", "--sink", "parquet:rel-out"], tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert (tmp_path / "rel-ckpt" / "offsets").is_dir()
