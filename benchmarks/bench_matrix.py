@@ -1452,8 +1452,10 @@ if __name__ == "__main__":
         try:
             data = pool([json.loads(p.read_text()) for p in args.pool])
         except OSError as exc:
+            kept = sorted(p.name for p in (ROOT / "runs").glob("matrix-session*.json"))
             parser.error(f"--pool: cannot read {exc.filename}: {exc.strerror} (a results "
-                         f"file of a whole run, e.g. {results_path(scale)})")
+                         f"file of a whole run: {results_path(scale)}, or one kept in "
+                         f"{ROOT / 'runs'}: {', '.join(kept) or 'none'})")
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
             parser.error(f"--pool: not results files of the matrix's runs: {exc!r}")
         if not data:
